@@ -1,0 +1,59 @@
+//! `/approvals` routes: resolve one, list the pending ones.
+
+use asg_shared::rest::{ApprovalList, ApprovalRequest, ConversationResponse, ErrorBody};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::error::ApiError;
+use super::extract::{Ctx, parse_json, parse_uuid};
+use super::{AppState, conversation_response};
+
+/// Approves or rejects a pending approval; approval runs the stored call.
+#[utoipa::path(post, path = "/approvals/{uuid}", tag = "approvals",
+    params(("uuid" = String, Path, description = "Approval UUID")),
+    request_body(content = ApprovalRequest, examples(
+        ("approved" = (value = json!({"approved": true}))),
+        ("action" = (value = json!({"action": "reject", "reason": "not now"}))),
+        ("answer" = (value = json!({"answer": "yes"}))),
+    )),
+    responses(
+        (status = 200, description = "Decision applied; the call ran once (approve) or was cancelled (reject)", body = ConversationResponse),
+        (status = 400, description = "Malformed JSON or uuid", body = ErrorBody),
+        (status = 404, description = "Unknown approval", body = ErrorBody),
+        (status = 409, description = "Already resolved (`error.conversation` has the current state)", body = ErrorBody),
+        (status = 422, description = "No decision, or an unknown one", body = ErrorBody),
+        (status = 502, description = "The model failed after the decision was applied", body = ErrorBody),
+    ))]
+pub async fn approvals_resolve(
+    State(state): State<AppState>,
+    Path(uuid): Path<String>,
+    Ctx(ctx): Ctx,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let uuid = parse_uuid("approval uuid", &uuid)?;
+    let request: ApprovalRequest = parse_json(&body)?;
+    let approve = request.decision().map_err(|message| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
+    })?;
+    let outcome = state
+        .engine
+        .resolve_approval(uuid, &ctx, approve, request.reason)
+        .await?;
+    Ok(conversation_response(
+        StatusCode::OK,
+        outcome.conversation,
+        Some(outcome.result),
+    ))
+}
+
+/// Lists pending approvals across conversations, oldest first.
+#[utoipa::path(get, path = "/approvals", tag = "approvals",
+    responses((status = 200, body = ApprovalList)))]
+pub async fn approvals_index(State(state): State<AppState>) -> Json<ApprovalList> {
+    Json(ApprovalList {
+        approvals: state.engine.pending_approvals(),
+    })
+}

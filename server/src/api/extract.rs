@@ -1,0 +1,92 @@
+//! Request parsing that answers with [`ApiError`] instead of axum's plain
+//! text rejections: JSON bodies, UUID path segments, and the request
+//! context (session id, bearer token).
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use super::error::ApiError;
+use crate::context::{BearerToken, RequestContext, is_valid_session_id, new_session_id};
+
+/// Header carrying the session id across agents.
+pub const SESSION_HEADER: &str = "x-session-id";
+
+/// True when a body has nothing but white space.
+pub fn is_blank(body: &[u8]) -> bool {
+    body.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Parses a JSON body. Malformed JSON is a 400, valid JSON of the wrong
+/// shape a 422; both messages say what is wrong.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if is_blank(body) {
+        return Err(ApiError::bad_request(
+            "request body is empty; a JSON object is expected",
+        ));
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        use serde_json::error::Category;
+        match error.classify() {
+            Category::Data => ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                format!("invalid request body: {error}"),
+            ),
+            _ => ApiError::bad_request(format!("malformed JSON: {error}")),
+        }
+    })
+}
+
+/// Parses an id taken from the URL; nothing else ever reaches a path.
+pub fn parse_uuid(what: &str, raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw)
+        .map_err(|_| ApiError::bad_request(format!("{what} must be a UUID, got {raw:?}")))
+}
+
+/// The session id and bearer token of a request.
+#[derive(Debug, Clone)]
+pub struct Ctx(pub RequestContext);
+
+impl<S: Send + Sync> FromRequestParts<S> for Ctx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Ctx, ApiError> {
+        Ok(Ctx(request_context(&parts.headers, parts.extensions.get())))
+    }
+}
+
+/// Builds the context from headers; `session` is the id the logging layer
+/// already picked for this request, if any.
+pub fn request_context(headers: &HeaderMap, session: Option<&SessionId>) -> RequestContext {
+    let session_id = match session {
+        Some(SessionId(id)) => id.clone(),
+        None => session_from_headers(headers).unwrap_or_else(new_session_id),
+    };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        })
+        .filter(|t| !t.is_empty())
+        .map(BearerToken::new);
+    RequestContext { session_id, bearer }
+}
+
+/// A valid incoming `X-Session-ID`, if any.
+pub fn session_from_headers(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|id| is_valid_session_id(id))
+        .map(str::to_string)
+}
+
+/// The session id chosen for a request (request extension).
+#[derive(Debug, Clone)]
+pub struct SessionId(pub String);

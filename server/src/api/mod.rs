@@ -1,0 +1,115 @@
+//! The REST API: axum routes, extractors, errors and the docs page.
+//!
+//! Only this module knows HTTP. Handlers extract, make one engine call and
+//! answer; business rules live in [`crate::engine`].
+
+pub mod approvals;
+pub mod conversations;
+pub mod docs;
+pub mod error;
+pub mod extract;
+pub mod logging;
+pub mod system;
+
+use std::sync::Arc;
+
+use asg_shared::Conversation;
+use asg_shared::rest::{ConversationResponse, TurnResult};
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router, middleware};
+
+use crate::engine::Engine;
+use error::ApiError;
+use logging::ConversationTag;
+
+/// Largest request body accepted, in bytes (answers 413 above).
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// Shared state of every handler.
+#[derive(Clone)]
+pub struct AppState {
+    /// The engine.
+    pub engine: Engine,
+    /// Agent name, for `/docs`.
+    pub agent_name: Arc<str>,
+}
+
+/// The REST router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/health", get(system::health))
+        .route("/tools", get(system::tools_index))
+        .route("/docs", get(docs::docs_page))
+        .route("/openapi.json", get(docs::openapi_json))
+        .route(
+            "/conversations",
+            post(conversations::conversations_create).get(conversations::conversations_index),
+        )
+        .route(
+            "/conversations/{id}",
+            get(conversations::conversations_show),
+        )
+        .route(
+            "/conversations/{id}/messages",
+            post(conversations::conversations_send),
+        )
+        .route("/approvals", get(approvals::approvals_index))
+        .route("/approvals/{uuid}", post(approvals::approvals_resolve))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::map_response(body_too_large_as_json))
+        .layer(middleware::from_fn(logging::log_requests))
+        .with_state(state)
+}
+
+/// Answers with a conversation (and what a turn produced), tagged for the
+/// request log.
+pub(crate) fn conversation_response(
+    status: StatusCode,
+    conversation: Arc<Conversation>,
+    result: Option<TurnResult>,
+) -> Response {
+    let tag = ConversationTag {
+        id: conversation.id,
+        session_id: conversation.session_id.clone(),
+    };
+    let body = ConversationResponse {
+        conversation: (*conversation).clone(),
+        result,
+    };
+    let mut response = (status, Json(body)).into_response();
+    response.extensions_mut().insert(tag);
+    response
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route; see GET /docs")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "method not allowed on this route; see GET /docs",
+    )
+}
+
+/// axum answers an over-limit body with a plain-text 413; make it JSON.
+async fn body_too_large_as_json(response: Response) -> Response {
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("request body is larger than {MAX_BODY_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests;

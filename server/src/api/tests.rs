@@ -1,0 +1,335 @@
+//! Router tests with `oneshot`: error shapes and status codes, the docs.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use super::*;
+use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
+use crate::llm::scripted::ScriptedModel;
+use crate::mcp::ToolRegistry;
+use crate::store::JsonFileStore;
+
+const RULES: &str = r#"
+rules:
+  - when: { user: "(?i)fail" }
+    fail: "scripted failure"
+  - reply: "echo: {user}"
+"#;
+
+async fn app(dir: &std::path::Path) -> Router {
+    let engine = Engine::start(EngineParts {
+        tree: AgentTree::single(LlmNode {
+            name: "root".into(),
+            prompt: "You are a test agent.".into(),
+            llm: Arc::new(ScriptedModel::parse(RULES, "test").unwrap()),
+            tools: Arc::from(Vec::new()),
+        }),
+        tools: Arc::new(ToolRegistry::empty()),
+        store: Arc::new(JsonFileStore::open(dir).unwrap()),
+        max_tool_steps: 3,
+    })
+    .await
+    .unwrap();
+    router(AppState {
+        engine,
+        agent_name: Arc::from("test"),
+    })
+}
+
+async fn call(app: &Router, method: &str, uri: &str, body: impl Into<Body>) -> (StatusCode, Value) {
+    let response = app
+        .clone()
+        .oneshot(
+            Request::builder()
+                .method(method)
+                .uri(uri)
+                .header("content-type", "application/json")
+                .body(body.into())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, value)
+}
+
+fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir.join("conversations"))
+        .unwrap()
+        .count()
+}
+
+#[tokio::test]
+async fn create_send_and_get_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (status, created) = call(&app, "POST", "/conversations", "").await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(created["conversation"]["status"], "active");
+    assert_eq!(created["conversation"]["messages"][0]["role"], "system");
+    assert!(created.get("result").is_none());
+    let id = created["conversation"]["id"].as_str().unwrap().to_string();
+
+    let (status, sent) = call(
+        &app,
+        "POST",
+        &format!("/conversations/{id}/messages"),
+        r#"{"message": "hello"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(sent["result"]["response"], "echo: hello");
+    assert_eq!(sent["result"]["waiting_approval"], false);
+
+    let (status, got) = call(&app, "GET", &format!("/conversations/{id}"), "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(got["conversation"]["messages"].as_array().unwrap().len(), 3);
+    let (_, list) = call(&app, "GET", "/conversations", "").await;
+    assert_eq!(
+        list["summary"],
+        json!({"total": 1, "active": 1, "waiting_approval": 0, "completed": 0})
+    );
+    assert_eq!(list["conversations"][0]["title"], "hello");
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_json_error_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (_, created) = call(&app, "POST", "/conversations", "").await;
+    let id = created["conversation"]["id"].as_str().unwrap().to_string();
+    let messages = format!("/conversations/{id}/messages");
+    let before =
+        std::fs::read(dir.path().join("conversations").join(format!("{id}.json"))).unwrap();
+
+    let cases: Vec<(&str, String, Body, StatusCode, &str)> = vec![
+        (
+            "POST",
+            messages.clone(),
+            Body::from("{not json"),
+            StatusCode::BAD_REQUEST,
+            "malformed JSON",
+        ),
+        (
+            "POST",
+            messages.clone(),
+            Body::from(""),
+            StatusCode::BAD_REQUEST,
+            "empty",
+        ),
+        (
+            "POST",
+            messages.clone(),
+            Body::from(r#"{"message": 5}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid type",
+        ),
+        (
+            "POST",
+            messages.clone(),
+            Body::from(r#"{}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing field `message`",
+        ),
+        (
+            "POST",
+            messages.clone(),
+            Body::from(r#"{"message": "  "}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "must not be empty",
+        ),
+        (
+            "POST",
+            messages.clone(),
+            Body::from(format!(
+                r#"{{"message": "{}"}}"#,
+                "x".repeat(MAX_BODY_BYTES)
+            )),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "larger than",
+        ),
+        (
+            "POST",
+            "/conversations/not-a-uuid/messages".into(),
+            Body::from(r#"{"message": "x"}"#),
+            StatusCode::BAD_REQUEST,
+            "must be a UUID",
+        ),
+        (
+            "GET",
+            "/conversations/..%2F..%2Fetc%2Fpasswd".into(),
+            Body::empty(),
+            StatusCode::BAD_REQUEST,
+            "must be a UUID",
+        ),
+        (
+            "GET",
+            format!("/conversations/{}", uuid::Uuid::new_v4()),
+            Body::empty(),
+            StatusCode::NOT_FOUND,
+            "not found",
+        ),
+        (
+            "POST",
+            format!("/approvals/{}", uuid::Uuid::new_v4()),
+            Body::from(r#"{"approved": true}"#),
+            StatusCode::NOT_FOUND,
+            "not found",
+        ),
+        (
+            "POST",
+            "/approvals/123".into(),
+            Body::from(r#"{"approved": true}"#),
+            StatusCode::BAD_REQUEST,
+            "must be a UUID",
+        ),
+        (
+            "POST",
+            format!("/approvals/{}", uuid::Uuid::new_v4()),
+            Body::from(r#"{"approved": "maybe"}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid type",
+        ),
+        (
+            "POST",
+            format!("/approvals/{}", uuid::Uuid::new_v4()),
+            Body::from(r#"{}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "decision",
+        ),
+        (
+            "POST",
+            "/conversations".into(),
+            Body::from(r#"{"mesage": "typo"}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown field",
+        ),
+        (
+            "GET",
+            "/nope".into(),
+            Body::empty(),
+            StatusCode::NOT_FOUND,
+            "no such route",
+        ),
+        (
+            "DELETE",
+            "/health".into(),
+            Body::empty(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "not allowed",
+        ),
+    ];
+    for (method, uri, body, status, needle) in cases {
+        let (got, value) = call(&app, method, &uri, body).await;
+        assert_eq!(got, status, "{method} {uri}: {value}");
+        let message = value["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(needle),
+            "{method} {uri}: {message:?} lacks {needle:?}"
+        );
+        assert!(value["error"]["code"].is_string());
+    }
+    let after = std::fs::read(dir.path().join("conversations").join(format!("{id}.json"))).unwrap();
+    assert_eq!(
+        before, after,
+        "a rejected request changed the stored conversation"
+    );
+    assert_eq!(
+        files_in(dir.path()),
+        1,
+        "a rejected request created a conversation"
+    );
+}
+
+#[tokio::test]
+async fn model_failure_is_recorded_and_answers_502() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (status, body) = call(
+        &app,
+        "POST",
+        "/conversations",
+        r#"{"message": "please fail"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert_eq!(body["error"]["code"], "llm_error");
+    let messages = body["error"]["conversation"]["messages"]
+        .as_array()
+        .unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["is_error"], true);
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("scripted failure")
+    );
+}
+
+#[tokio::test]
+async fn docs_and_openapi_cover_every_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (status, spec) = call(&app, "GET", "/openapi.json", "").await;
+    assert_eq!(status, StatusCode::OK);
+    for (path, method) in [
+        ("/health", "get"),
+        ("/tools", "get"),
+        ("/conversations", "post"),
+        ("/conversations", "get"),
+        ("/conversations/{id}", "get"),
+        ("/conversations/{id}/messages", "post"),
+        ("/approvals", "get"),
+        ("/approvals/{uuid}", "post"),
+    ] {
+        assert!(
+            spec["paths"][path][method].is_object(),
+            "{method} {path} undocumented"
+        );
+    }
+    let (status, page) = call(&app, "GET", "/docs", "").await;
+    assert_eq!(status, StatusCode::OK);
+    let page = page.as_str().unwrap();
+    assert!(page.contains("/openapi.json") && page.contains("Try it"));
+    assert!(
+        !page.contains("https://"),
+        "the docs page must not load anything from the internet"
+    );
+}
+
+#[tokio::test]
+async fn session_id_is_reused_or_generated_and_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let response = app
+        .clone()
+        .oneshot(
+            Request::post("/conversations")
+                .header("x-session-id", "cafe0001")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-session-id"], "cafe0001");
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let value: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(value["conversation"]["session_id"], "cafe0001");
+
+    let (_, value) = call(&app, "POST", "/conversations", "").await;
+    let sid = value["conversation"]["session_id"].as_str().unwrap();
+    assert_eq!(sid.len(), 8);
+    assert!(sid.bytes().all(|b| b.is_ascii_hexdigit()));
+}

@@ -1,0 +1,143 @@
+//! Wiring: config -> model client, tool servers, store, engine, router;
+//! and serving with graceful shutdown. The `agent` binary is a thin
+//! wrapper around [`App::build`] and [`App::serve`].
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::api::{self, AppState};
+use crate::config::AgentConfig;
+use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
+use crate::llm::{ToolSpec, build_client};
+use crate::mcp::ToolRegistry;
+use crate::mcp::registry::RegistryOptions;
+use crate::store::JsonFileStore;
+
+/// A startup failure, with a message meant for the operator.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StartupError(pub String);
+
+/// A built agent, ready to serve.
+pub struct App {
+    /// The configuration it was built from.
+    pub config: AgentConfig,
+    /// The engine.
+    pub engine: Engine,
+    tools: Arc<ToolRegistry>,
+}
+
+impl App {
+    /// Builds the agent. `config_dir` resolves relative paths in the
+    /// config (e.g. a scripted model's rules file); `env` reads secrets.
+    pub async fn build(
+        config: AgentConfig,
+        config_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<App, StartupError> {
+        let llm = build_client(&config.llm, config_dir, env).map_err(StartupError)?;
+        tracing::info!(model = %llm.describe(), "model ready");
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            StartupError(format!(
+                "cannot create data_dir {}: {e}",
+                config.data_dir.display()
+            ))
+        })?;
+        let store =
+            JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?;
+        let tools = ToolRegistry::start(
+            &config.mcp_servers,
+            RegistryOptions {
+                approval: config.approval.clone(),
+                data_dir: config.data_dir.clone(),
+            },
+        )
+        .await
+        .map_err(StartupError)?;
+        let tools = Arc::new(tools);
+        let specs: Arc<[ToolSpec]> = tools
+            .tools()
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect();
+        let tree = AgentTree::single(LlmNode {
+            name: config.name.clone(),
+            prompt: config.prompt.clone(),
+            llm,
+            tools: specs,
+        });
+        let engine = Engine::start(EngineParts {
+            tree,
+            tools: tools.clone(),
+            store: Arc::new(store),
+            max_tool_steps: config.max_tool_steps,
+        })
+        .await
+        .map_err(|e| StartupError(e.to_string()))?;
+        Ok(App {
+            config,
+            engine,
+            tools,
+        })
+    }
+
+    /// The HTTP router.
+    pub fn router(&self) -> Router {
+        api::router(AppState {
+            engine: self.engine.clone(),
+            agent_name: Arc::from(self.config.name.as_str()),
+        })
+    }
+
+    /// Serves until `shutdown` completes, then stops the tool servers.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let router = self.router();
+        let result = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        tracing::info!("shutting down tool servers");
+        self.tools.shutdown().await;
+        result
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received");
+}

@@ -1,0 +1,319 @@
+//! `agent.yaml` -> typed configuration: parsing, defaults and validation.
+//!
+//! Unknown fields, wrong types and missing required fields are errors that
+//! name the file, the field path and the problem. Secrets never live here:
+//! they come from the environment (see [`crate::llm::provider`]).
+
+mod expand;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use expand::expand_env;
+
+/// Default listen port.
+pub const DEFAULT_PORT: u16 = 8080;
+/// Default model.
+pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
+
+/// The whole `agent.yaml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Agent name (agent card, logs).
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// What the agent does.
+    #[serde(default)]
+    pub description: String,
+    /// System prompt.
+    #[serde(default = "default_prompt")]
+    pub prompt: String,
+    /// Listen address.
+    #[serde(default = "default_host")]
+    pub host: String,
+    /// Listen port (0 picks a free one).
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Where conversations (and the default resources database) live.
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    /// How peers reach this agent; defaults to `http://{host}:{port}`.
+    #[serde(default)]
+    pub public_url: Option<String>,
+    /// The model.
+    #[serde(default)]
+    pub llm: LlmConfig,
+    /// MCP tool servers.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerConfig>,
+    /// The reference implementation's single-server form.
+    #[serde(default)]
+    pub mcp: Option<McpServerConfig>,
+    /// Approval policy.
+    #[serde(default)]
+    pub approval: ApprovalConfig,
+    /// Most tool calls one turn may chain before giving up.
+    #[serde(default = "default_max_tool_steps")]
+    pub max_tool_steps: usize,
+}
+
+/// `llm:` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Model name; the provider is picked from it.
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// Overrides the provider endpoint.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Output token limit.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Seconds one model call may take.
+    #[serde(default = "default_llm_timeout")]
+    pub timeout_secs: u64,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            model: default_model(),
+            base_url: None,
+            temperature: None,
+            max_tokens: None,
+            timeout_secs: default_llm_timeout(),
+        }
+    }
+}
+
+/// One MCP server: `command` (stdio) or `url` (streamable HTTP).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Name shown in `/tools` and logs.
+    #[serde(default)]
+    pub name: String,
+    /// Executable of a stdio server. A bare name is looked up beside the
+    /// agent binary first, then on `PATH`.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment for the subprocess.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Endpoint of a streamable-HTTP server.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Seconds one tool call may take.
+    #[serde(default = "default_tool_timeout")]
+    pub timeout_secs: u64,
+}
+
+/// `approval:` section: which tool calls stop for a human.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalConfig {
+    /// Treat tools that carry no `destructiveHint` at all as destructive
+    /// (the MCP spec's default). Off by default: only an explicit
+    /// `destructiveHint: true` stops the agent.
+    #[serde(default)]
+    pub unannotated_is_destructive: bool,
+    /// Tools that always need approval, whatever their hints.
+    #[serde(default)]
+    pub always: Vec<String>,
+    /// Tools that never need approval, whatever their hints.
+    #[serde(default)]
+    pub never: Vec<String>,
+}
+
+fn default_name() -> String {
+    "agent".to_string()
+}
+fn default_prompt() -> String {
+    "You are a helpful assistant. Use the available tools when they help.".to_string()
+}
+fn default_host() -> String {
+    "0.0.0.0".to_string()
+}
+fn default_port() -> u16 {
+    DEFAULT_PORT
+}
+fn default_data_dir() -> PathBuf {
+    PathBuf::from("./data")
+}
+fn default_model() -> String {
+    DEFAULT_MODEL.to_string()
+}
+fn default_llm_timeout() -> u64 {
+    60
+}
+fn default_tool_timeout() -> u64 {
+    30
+}
+fn default_max_tool_steps() -> usize {
+    10
+}
+
+/// A configuration problem, reported at startup.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read the configuration: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The YAML is malformed or does not match the schema.
+    #[error("{path}: {field}: {message}")]
+    Invalid {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+}
+
+impl AgentConfig {
+    /// Reads, parses and validates a configuration file.
+    pub fn load(path: &Path) -> Result<AgentConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates configuration text; `path` is used in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<AgentConfig, ConfigError> {
+        let invalid = |field: String, message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field,
+            message,
+        };
+        let deserializer = serde_yaml::Deserializer::from_str(text);
+        let mut config: AgentConfig =
+            serde_path_to_error::deserialize(deserializer).map_err(|err| {
+                let field = err.path().to_string();
+                let field = if field == "." {
+                    "(top level)".to_string()
+                } else {
+                    field
+                };
+                let message = err.into_inner().to_string();
+                // The YAML error repeats the enclosing path ("llm: unknown
+                // field ..."); the field path already says it.
+                let message = match message.split_once(": ") {
+                    Some((prefix, rest)) if !prefix.contains(' ') && field.starts_with(prefix) => {
+                        rest.to_string()
+                    }
+                    _ => message,
+                };
+                invalid(field, message)
+            })?;
+        if let Some(single) = config.mcp.take() {
+            let single = McpServerConfig {
+                name: if single.name.is_empty() {
+                    "mcp".into()
+                } else {
+                    single.name
+                },
+                ..single
+            };
+            config.mcp_servers.insert(0, single);
+        }
+        config
+            .validate()
+            .map_err(|(field, message)| invalid(field, message))?;
+        Ok(config)
+    }
+
+    fn validate(&mut self) -> Result<(), (String, String)> {
+        if self.name.trim().is_empty() {
+            return Err(("name".into(), "must not be empty".into()));
+        }
+        if self.llm.model.trim().is_empty() {
+            return Err(("llm.model".into(), "must not be empty".into()));
+        }
+        if self.llm.timeout_secs == 0 {
+            return Err(("llm.timeout_secs".into(), "must be at least 1".into()));
+        }
+        if let Some(t) = self.llm.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return Err((
+                "llm.temperature".into(),
+                format!("must be between 0 and 2, got {t}"),
+            ));
+        }
+        if self.max_tool_steps == 0 {
+            return Err(("max_tool_steps".into(), "must be at least 1".into()));
+        }
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err((
+                "public_url".into(),
+                format!("must be an http(s) URL, got {url:?}"),
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (i, server) in self.mcp_servers.iter_mut().enumerate() {
+            let field = format!("mcp_servers[{i}]");
+            match (&server.command, &server.url) {
+                (Some(_), Some(_)) => {
+                    return Err((field, "set either `command` or `url`, not both".into()));
+                }
+                (None, None) => {
+                    return Err((field, "needs `command` (stdio) or `url` (HTTP)".into()));
+                }
+                (None, Some(url))
+                    if !(url.starts_with("http://") || url.starts_with("https://")) =>
+                {
+                    return Err((
+                        format!("{field}.url"),
+                        format!("must be an http(s) URL, got {url:?}"),
+                    ));
+                }
+                _ => {}
+            }
+            if server.name.trim().is_empty() {
+                server.name = format!("mcp{i}");
+            }
+            if server.timeout_secs == 0 {
+                return Err((format!("{field}.timeout_secs"), "must be at least 1".into()));
+            }
+            if !names.insert(server.name.clone()) {
+                return Err((
+                    format!("{field}.name"),
+                    format!("duplicate server name {:?}", server.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The URL peers use to reach this agent, without a trailing slash.
+    pub fn public_base_url(&self, bound_port: u16) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => {
+                let host = match self.host.as_str() {
+                    "0.0.0.0" | "::" | "" => "localhost",
+                    host => host,
+                };
+                format!("http://{host}:{bound_port}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

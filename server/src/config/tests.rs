@@ -1,0 +1,71 @@
+use std::path::Path;
+
+use super::*;
+
+fn parse(text: &str) -> Result<AgentConfig, String> {
+    AgentConfig::parse(text, Path::new("agent.yaml")).map_err(|e| e.to_string())
+}
+
+#[test]
+fn an_empty_file_gets_every_default() {
+    let config = parse("{}").unwrap();
+    assert_eq!(config.port, 8080);
+    assert_eq!(config.host, "0.0.0.0");
+    assert_eq!(config.llm.model, "gemini-2.5-flash");
+    assert_eq!(config.llm.timeout_secs, 60);
+    assert_eq!(config.max_tool_steps, 10);
+    assert_eq!(config.data_dir, PathBuf::from("./data"));
+    assert_eq!(config.public_base_url(8080), "http://localhost:8080");
+}
+
+#[test]
+fn full_config_with_both_mcp_forms() {
+    let config = parse(
+        r#"
+name: resource-agent
+description: Manages resources
+prompt: You manage resources.
+port: 9000
+public_url: https://agent.example.com/
+llm: { model: claude-sonnet-4-5, temperature: 0.2, max_tokens: 1000 }
+mcp: { command: mcp-resources }
+mcp_servers:
+  - { name: web, url: "http://localhost:9999/mcp" }
+approval: { always: [resources_list] }
+"#,
+    )
+    .unwrap();
+    assert_eq!(config.mcp_servers.len(), 2);
+    assert_eq!(config.mcp_servers[0].name, "mcp");
+    assert_eq!(
+        config.mcp_servers[0].command.as_deref(),
+        Some("mcp-resources")
+    );
+    assert_eq!(config.mcp_servers[1].name, "web");
+    assert_eq!(config.public_base_url(9000), "https://agent.example.com");
+    assert_eq!(config.approval.always, vec!["resources_list".to_string()]);
+}
+
+#[test]
+fn errors_name_the_file_the_field_and_the_problem() {
+    let err = parse("llm:\n  modle: x\n").unwrap_err();
+    assert!(
+        err.starts_with("agent.yaml: llm.modle: unknown field `modle`"),
+        "{err}"
+    );
+    let err = parse("port: eighty\n").unwrap_err();
+    assert!(err.starts_with("agent.yaml: port: invalid type"), "{err}");
+    let err = parse("agent: {}\n").unwrap_err();
+    assert!(err.contains("unknown field `agent`"), "{err}");
+    let err = parse("mcp_servers:\n  - { name: a }\n").unwrap_err();
+    assert!(err.contains("mcp_servers[0]: needs `command`"), "{err}");
+    let err = parse("mcp_servers:\n  - { name: a, command: x }\n  - { name: a, command: y }\n")
+        .unwrap_err();
+    assert!(err.contains("mcp_servers[1].name: duplicate"), "{err}");
+    let err = parse("llm: { temperature: 7 }\n").unwrap_err();
+    assert!(err.contains("llm.temperature"), "{err}");
+    let err = parse("public_url: agent:8080\n").unwrap_err();
+    assert!(err.contains("public_url"), "{err}");
+    let err = parse("name: [\n").unwrap_err();
+    assert!(err.starts_with("agent.yaml: "), "{err}");
+}

@@ -1,0 +1,87 @@
+//! Per-request context that flows from the HTTP edge into the engine:
+//! the session id and the caller's bearer token.
+//!
+//! Invariant: a [`BearerToken`] is never logged (its `Debug` is redacted),
+//! never serialized and never handed to an LLM provider. It lives only in
+//! memory for the duration of the request that carried it.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// A caller's `Authorization: Bearer` token. Cheap to clone; redacted in
+/// `Debug` and `Display`; deliberately not `Serialize`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(Arc<str>);
+
+impl BearerToken {
+    /// Wraps a token (without the `Bearer ` prefix).
+    pub fn new(token: &str) -> Self {
+        BearerToken(Arc::from(token))
+    }
+
+    /// The raw token, for the outgoing `Authorization` header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+impl fmt::Display for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// What the engine needs to know about the request that started a turn.
+#[derive(Debug, Clone, Default)]
+pub struct RequestContext {
+    /// Session id (`X-Session-ID`, or generated).
+    pub session_id: String,
+    /// Caller's bearer token, forwarded to MCP-over-HTTP servers and
+    /// sub-agents.
+    pub bearer: Option<BearerToken>,
+}
+
+/// Generates an 8-hex-char session id from the OS CSPRNG.
+pub fn new_session_id() -> String {
+    let bytes: [u8; 4] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// True when `id` is acceptable as an incoming session id: 1 to 64 chars of
+/// `[A-Za-z0-9_-]` (it goes into logs and files).
+pub fn is_valid_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_token_never_prints_its_value() {
+        let token = BearerToken::new("s3cret-token");
+        assert!(!format!("{token:?} {token}").contains("s3cret"));
+        assert_eq!(token.expose(), "s3cret-token");
+    }
+
+    #[test]
+    fn session_ids_are_eight_hex_chars_and_validated() {
+        let id = new_session_id();
+        assert_eq!(id.len(), 8);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(is_valid_session_id(&id));
+        assert!(!is_valid_session_id("../etc"));
+        assert!(!is_valid_session_id(""));
+        assert!(!is_valid_session_id(&"a".repeat(65)));
+    }
+}

@@ -1,0 +1,150 @@
+//! The approval state machine, as pure functions over a [`Conversation`].
+//!
+//! `pending` --approve--> `executing` --result recorded--> gone
+//! `pending` --reject--> gone (refusal recorded)
+//! `executing` found at startup --> gone (interruption recorded, not re-run)
+
+use asg_shared::{
+    ApprovalState, Conversation, ConversationStatus, PendingApproval, Role, ToolResult,
+};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::new_message;
+
+/// The pending approval `uuid` if it can still be decided.
+pub fn resolvable(conversation: &Conversation, uuid: uuid::Uuid) -> Option<&PendingApproval> {
+    conversation.pending_approval.as_ref().filter(|p| {
+        p.uuid == uuid
+            && p.state == ApprovalState::Pending
+            && conversation.status == ConversationStatus::WaitingApproval
+    })
+}
+
+/// Turns an approval left `executing` by a crash into a recorded
+/// interruption. Returns true when the conversation changed.
+pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) -> bool {
+    let Some(pending) = conversation
+        .pending_approval
+        .take_if(|p| p.state == ApprovalState::Executing)
+    else {
+        return false;
+    };
+    let mut message = new_message(
+        Role::Tool,
+        format!(
+            "Interrupted: the approved call to {} (approval {}) was started but the agent \
+             stopped before its result was recorded. It was NOT run again; check the \
+             outcome before retrying.",
+            pending.tool_name, pending.uuid
+        ),
+    );
+    message.tool_result = Some(ToolResult {
+        call_id: pending.call_id.clone(),
+        name: pending.tool_name.clone(),
+        is_error: true,
+    });
+    message.node = pending.node.clone();
+    message.is_error = true;
+    message.created_at = now;
+    conversation.messages.push(message);
+    conversation.pipeline_state = None;
+    conversation.status = ConversationStatus::Active;
+    conversation.updated_at = now;
+    true
+}
+
+/// A one-line, human-readable description of a gated call.
+pub fn describe(tool_name: &str, tool_description: &str, arguments: &Map<String, Value>) -> String {
+    let args = Value::Object(arguments.clone());
+    if tool_description.trim().is_empty() {
+        format!("{tool_name} with arguments {args}")
+    } else {
+        format!(
+            "{tool_name} ({}) with arguments {args}",
+            tool_description.trim().trim_end_matches('.')
+        )
+    }
+}
+
+/// What the model is told when a human rejects a call.
+pub fn rejection_text(reason: Option<&str>) -> String {
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(reason) => format!("Rejected by the user: {reason}. The call was not run."),
+        None => "Rejected by the user. The call was not run.".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use asg_shared::Conversation;
+    use serde_json::json;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn waiting(state: ApprovalState) -> Conversation {
+        let now = Utc::now();
+        let id = Uuid::new_v4();
+        Conversation {
+            id,
+            session_id: "00000000".into(),
+            status: ConversationStatus::WaitingApproval,
+            messages: vec![],
+            pending_approval: Some(PendingApproval {
+                uuid: Uuid::new_v4(),
+                conversation_id: id,
+                tool_name: "resources_add".into(),
+                tool_args: Map::new(),
+                description: "d".into(),
+                created_at: now,
+                call_id: "call_1".into(),
+                node: None,
+                state,
+                remote_task_id: None,
+                remote_agent_name: None,
+            }),
+            pipeline_state: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn only_a_pending_approval_with_that_uuid_is_resolvable() {
+        let conversation = waiting(ApprovalState::Pending);
+        let uuid = conversation.pending_approval.as_ref().unwrap().uuid;
+        assert!(resolvable(&conversation, uuid).is_some());
+        assert!(resolvable(&conversation, Uuid::new_v4()).is_none());
+        let executing = waiting(ApprovalState::Executing);
+        let uuid = executing.pending_approval.as_ref().unwrap().uuid;
+        assert!(resolvable(&executing, uuid).is_none());
+    }
+
+    #[test]
+    fn an_executing_approval_becomes_an_interruption_not_a_rerun() {
+        let mut pending = waiting(ApprovalState::Pending);
+        assert!(!recover_interrupted(&mut pending, Utc::now()));
+        assert!(pending.pending_approval.is_some());
+
+        let mut executing = waiting(ApprovalState::Executing);
+        assert!(recover_interrupted(&mut executing, Utc::now()));
+        assert!(executing.pending_approval.is_none());
+        assert_eq!(executing.status, ConversationStatus::Active);
+        let last = executing.messages.last().unwrap();
+        assert!(last.is_error);
+        assert!(last.content.contains("NOT run again"));
+        assert_eq!(last.tool_result.as_ref().unwrap().call_id, "call_1");
+    }
+
+    #[test]
+    fn descriptions_show_tool_and_exact_arguments() {
+        let args = json!({"name": "web", "value": 42});
+        let args = args.as_object().unwrap();
+        assert_eq!(
+            describe("resources_add", "Add a resource.", args),
+            r#"resources_add (Add a resource) with arguments {"name":"web","value":42}"#
+        );
+        assert!(rejection_text(Some(" too big ")).contains("too big"));
+    }
+}

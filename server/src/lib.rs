@@ -1,0 +1,13 @@
+//! Agent Stop and Go, as a library: the binaries in `src/bin` are thin
+//! wrappers around [`app`] (build the server from a config) and
+//! [`resources`] (the SQLite-backed MCP server).
+
+pub mod api;
+pub mod app;
+pub mod config;
+pub mod context;
+pub mod engine;
+pub mod llm;
+pub mod mcp;
+pub mod resources;
+pub mod store;

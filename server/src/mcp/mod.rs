@@ -1,0 +1,10 @@
+//! MCP tool servers: the client side that runs them and calls their tools.
+//!
+//! [`ToolRegistry`] owns one [`server::McpServer`] per configured server
+//! (stdio subprocess or streamable HTTP), lists their tools and routes calls.
+//! A crashed server is restarted on next use; every call has a timeout.
+
+pub mod registry;
+pub mod server;
+
+pub use registry::{ToolCallError, ToolOutput, ToolRegistry};

@@ -1,0 +1,417 @@
+//! One configured MCP server: a stdio subprocess or a streamable-HTTP
+//! endpoint, its live client connection, and crash/timeout recovery.
+//!
+//! Concurrency: a call clones the `Arc` of the current [`Connection`] under a
+//! short tokio lock and releases the lock before the request; rmcp
+//! multiplexes concurrent requests on one connection. The lock is held
+//! across `.await` only while (re)connecting, which serializes restarts.
+//!
+//! Recovery: when a call fails because the transport closed (the process
+//! died) or timed out, the connection is retired (closed in the background)
+//! and the error goes back to the caller; the next call starts a new one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    JsonObject, ProtocolVersion, Tool,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{Peer, RoleClient, ServiceError, ServiceExt as _};
+use tokio::io::AsyncBufReadExt as _;
+use tokio::task::JoinHandle;
+
+use super::registry::ToolCallError;
+use crate::config::{McpServerConfig, expand_env};
+use crate::context::BearerToken;
+
+/// Longest a server may take to start and answer `initialize`.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a connection close may take (rmcp waits up to 3 s for the child
+/// to exit after stdin closes, then 3 s after SIGTERM, then kills it).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(8);
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+/// How to reach the server.
+#[derive(Debug, Clone)]
+enum Target {
+    Stdio {
+        program: PathBuf,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+    Http {
+        url: String,
+    },
+}
+
+/// One live client connection.
+struct Connection {
+    peer: Peer<RoleClient>,
+    service: StdMutex<Option<Client>>,
+}
+
+impl Connection {
+    fn new(client: Client) -> Connection {
+        Connection {
+            peer: client.peer().clone(),
+            service: StdMutex::new(Some(client)),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        if self.peer.is_transport_closed() {
+            return true;
+        }
+        let guard = self.service.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().is_none_or(|s| s.is_closed())
+    }
+
+    /// Closes the connection (and stops a stdio child); idempotent.
+    async fn close(&self) {
+        let taken = self
+            .service
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(mut service) = taken
+            && let Ok(None) = service.close_with_timeout(CLOSE_TIMEOUT).await
+        {
+            tracing::warn!(target: "mcp", "MCP connection did not close within {CLOSE_TIMEOUT:?}");
+        }
+    }
+}
+
+/// One configured MCP server and its (restartable) connection.
+pub struct McpServer {
+    name: String,
+    target: Target,
+    timeout: Duration,
+    timeout_secs: u64,
+    conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    closing: StdMutex<Vec<JoinHandle<()>>>,
+    shut_down: AtomicBool,
+}
+
+impl McpServer {
+    /// Starts the server, initializes it and lists its tools. The error names
+    /// the server and what failed.
+    pub async fn start(
+        config: &McpServerConfig,
+        data_dir: &Path,
+    ) -> Result<(McpServer, Vec<Tool>), String> {
+        let server = McpServer::new(config, data_dir)?;
+        let name = server.name.clone();
+        let conn = Arc::new(
+            server
+                .connect()
+                .await
+                .map_err(|e| format!("MCP server {name:?} failed to start: {e}"))?,
+        );
+        let tools = match tokio::time::timeout(START_TIMEOUT, conn.peer.list_all_tools()).await {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => {
+                conn.close().await;
+                return Err(format!("MCP server {name:?} failed to list its tools: {e}"));
+            }
+            Err(_) => {
+                conn.close().await;
+                return Err(format!(
+                    "MCP server {name:?} did not list its tools within {} seconds",
+                    START_TIMEOUT.as_secs()
+                ));
+            }
+        };
+        *server.conn.lock().await = Some(conn);
+        Ok((server, tools))
+    }
+
+    fn new(config: &McpServerConfig, data_dir: &Path) -> Result<McpServer, String> {
+        let expand = |s: &str| expand_env(s, &|k| std::env::var(k).ok());
+        let name = config.name.clone();
+        let target = match (&config.command, &config.url) {
+            (Some(command), None) => {
+                let mut env: BTreeMap<String, String> = config
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), expand(v)))
+                    .collect();
+                env.entry("ASG_DATA_DIR".to_string())
+                    .or_insert_with(|| data_dir.display().to_string());
+                Target::Stdio {
+                    program: resolve_command(&expand(command)),
+                    args: config.args.iter().map(|a| expand(a)).collect(),
+                    env,
+                }
+            }
+            (None, Some(url)) => Target::Http { url: expand(url) },
+            (Some(_), Some(_)) => {
+                return Err(format!("MCP server {name:?} sets both `command` and `url`"));
+            }
+            (None, None) => {
+                return Err(format!("MCP server {name:?} needs a `command` or a `url`"));
+            }
+        };
+        let timeout_secs = config.timeout_secs.max(1);
+        Ok(McpServer {
+            name,
+            target,
+            timeout: Duration::from_secs(timeout_secs),
+            timeout_secs,
+            conn: tokio::sync::Mutex::new(None),
+            closing: StdMutex::new(Vec::new()),
+            shut_down: AtomicBool::new(false),
+        })
+    }
+
+    /// The configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Calls a tool with the server's timeout. A bearer token is forwarded as
+    /// `Authorization: Bearer` to HTTP servers (it cannot reach stdio ones).
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        bearer: Option<&BearerToken>,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        if let (Target::Http { url }, Some(token)) = (&self.target, bearer) {
+            return self.call_with_bearer(url, tool, params, token).await;
+        }
+        let conn = self.connection().await?;
+        match tokio::time::timeout(self.timeout, conn.peer.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) if is_transport_failure(&e) => {
+                tracing::warn!(target: "mcp", server = %self.name, tool, "MCP server stopped during a call: {e}");
+                self.retire(&conn).await;
+                Err(self.unavailable(format!(
+                    "it stopped during the call to \"{tool}\" ({e}); it will be restarted on the next call"
+                )))
+            }
+            Ok(Err(e)) => Err(self.protocol(e)),
+            Err(_) => {
+                tracing::warn!(target: "mcp", server = %self.name, tool, "tool call timed out; restarting the server on next use");
+                self.retire(&conn).await;
+                Err(self.timed_out(tool))
+            }
+        }
+    }
+
+    /// A call on a short-lived connection that carries the caller's token.
+    async fn call_with_bearer(
+        &self,
+        url: &str,
+        tool: &str,
+        params: CallToolRequestParams,
+        token: &BearerToken,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.expose());
+        let attempt = async {
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let mut client = client_config()
+                .serve(transport)
+                .await
+                .map_err(|e| self.unavailable(format!("cannot connect: {e}")))?;
+            let result = client.peer().call_tool(params).await;
+            let _ = client.close_with_timeout(CLOSE_TIMEOUT).await;
+            result.map_err(|e| match is_transport_failure(&e) {
+                true => self.unavailable(format!(
+                    "the connection closed during the call to \"{tool}\" ({e})"
+                )),
+                false => self.protocol(e),
+            })
+        };
+        tokio::time::timeout(self.timeout, attempt)
+            .await
+            .unwrap_or_else(|_| Err(self.timed_out(tool)))
+    }
+
+    /// The live connection, (re)started if it is missing or closed.
+    async fn connection(&self) -> Result<Arc<Connection>, ToolCallError> {
+        let mut guard = self.conn.lock().await;
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(self.unavailable("it has been shut down".to_string()));
+        }
+        if let Some(conn) = guard.as_ref()
+            && !conn.is_closed()
+        {
+            return Ok(Arc::clone(conn));
+        }
+        if let Some(old) = guard.take() {
+            self.close_in_background(old);
+        }
+        tracing::info!(target: "mcp", server = %self.name, "(re)starting MCP server");
+        let conn = Arc::new(
+            self.connect()
+                .await
+                .map_err(|e| self.unavailable(format!("it could not be restarted: {e}")))?,
+        );
+        *guard = Some(Arc::clone(&conn));
+        Ok(conn)
+    }
+
+    /// Removes `conn` if it is still the current connection, and closes it.
+    async fn retire(&self, conn: &Arc<Connection>) {
+        {
+            let mut guard = self.conn.lock().await;
+            if guard.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+                *guard = None;
+            }
+        }
+        self.close_in_background(Arc::clone(conn));
+    }
+
+    fn close_in_background(&self, conn: Arc<Connection>) {
+        let handle = tokio::spawn(async move { conn.close().await });
+        let mut closing = self.closing.lock().unwrap_or_else(|p| p.into_inner());
+        closing.retain(|h| !h.is_finished());
+        closing.push(handle);
+    }
+
+    /// Spawns (stdio) or connects (HTTP) and runs the `initialize` handshake.
+    async fn connect(&self) -> Result<Connection, String> {
+        let attempt = async {
+            match &self.target {
+                Target::Stdio { program, args, env } => {
+                    let mut cmd = tokio::process::Command::new(program);
+                    cmd.args(args).envs(env).kill_on_drop(true);
+                    let (transport, stderr) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+                    if let Some(stderr) = stderr {
+                        forward_stderr(self.name.clone(), stderr);
+                    }
+                    client_config()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| format!("MCP initialization failed: {e}"))
+                }
+                Target::Http { url } => {
+                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    client_config()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| format!("MCP initialization at {url} failed: {e}"))
+                }
+            }
+        };
+        match tokio::time::timeout(START_TIMEOUT, attempt).await {
+            Ok(client) => client.map(Connection::new),
+            Err(_) => Err(format!(
+                "no answer to `initialize` within {} seconds",
+                START_TIMEOUT.as_secs()
+            )),
+        }
+    }
+
+    /// Closes the connection and waits (bounded) for every child to stop.
+    pub async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::SeqCst);
+        let current = self.conn.lock().await.take();
+        if let Some(conn) = current {
+            conn.close().await;
+        }
+        let closing = std::mem::take(&mut *self.closing.lock().unwrap_or_else(|p| p.into_inner()));
+        for handle in closing {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, handle).await;
+        }
+    }
+
+    fn unavailable(&self, message: String) -> ToolCallError {
+        ToolCallError::ServerUnavailable {
+            server: self.name.clone(),
+            message,
+        }
+    }
+
+    fn protocol(&self, e: ServiceError) -> ToolCallError {
+        ToolCallError::Protocol {
+            server: self.name.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn timed_out(&self, tool: &str) -> ToolCallError {
+        ToolCallError::Timeout {
+            tool: tool.to_string(),
+            secs: self.timeout_secs,
+        }
+    }
+}
+
+/// Errors meaning the connection is gone (the process died, the stream
+/// closed), as opposed to an error answer from a live server.
+fn is_transport_failure(e: &ServiceError) -> bool {
+    matches!(
+        e,
+        ServiceError::TransportClosed
+            | ServiceError::TransportSend(_)
+            | ServiceError::Cancelled { .. }
+    )
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("agent-stop-and-go", env!("CARGO_PKG_VERSION")),
+    )
+    // The `initialize` handshake: offer the newest version that still has it.
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// A bare command name is looked up beside the running executable (and, for
+/// cargo test binaries in `target/*/deps`, one level up), else on `PATH`.
+fn resolve_command(command: &str) -> PathBuf {
+    if command.contains('/') || command.contains(std::path::MAIN_SEPARATOR) {
+        return PathBuf::from(command);
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        let mut dirs = vec![dir.to_path_buf()];
+        if dir.file_name().is_some_and(|n| n == "deps")
+            && let Some(up) = dir.parent()
+        {
+            dirs.push(up.to_path_buf());
+        }
+        for dir in dirs {
+            let candidate = dir.join(command);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    PathBuf::from(command)
+}
+
+/// Reads the child's stderr line by line into `tracing::debug!` so that the
+/// pipe never fills up; ends when the child closes it.
+fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    tokio::spawn(async move {
+        let mut reader = tokio::io::BufReader::new(stderr);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line);
+                    tracing::debug!(target: "mcp", server = %server, "{}", text.trim_end());
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,207 @@
+//! The conversation model: what is stored on disk and shown by the API.
+//!
+//! A conversation is an ordered list of [`Message`]s plus, while the agent is
+//! stopped before a destructive action, one [`PendingApproval`]. The server
+//! persists exactly this structure as one JSON file per conversation.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+/// Where a conversation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ConversationStatus {
+    /// Ready for the next user message.
+    Active,
+    /// Stopped before a destructive action until a human decides.
+    WaitingApproval,
+    /// Closed; no further messages are accepted.
+    Completed,
+}
+
+impl ConversationStatus {
+    /// The snake_case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConversationStatus::Active => "active",
+            ConversationStatus::WaitingApproval => "waiting_approval",
+            ConversationStatus::Completed => "completed",
+        }
+    }
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The configured system prompt (first message of every conversation).
+    System,
+    /// A human or a calling agent.
+    User,
+    /// The model's text or its request to call a tool.
+    Assistant,
+    /// The outcome of a tool call (result, error or refusal).
+    Tool,
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ToolCall {
+    /// Identifier linking the call to its result.
+    pub id: String,
+    /// Tool (or sub-agent) name.
+    pub name: String,
+    /// Arguments exactly as the model produced them.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub arguments: Map<String, Value>,
+    /// True when the call needed a human approval before running.
+    #[serde(default)]
+    pub needs_approval: bool,
+    /// The approval that gates the call, when it needed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_uuid: Option<Uuid>,
+    /// Opaque provider data that must be sent back with the call
+    /// (Gemini's `thoughtSignature`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_signature: Option<String>,
+}
+
+/// The outcome of a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ToolResult {
+    /// The [`ToolCall::id`] this result answers.
+    pub call_id: String,
+    /// Tool name, repeated for readability.
+    pub name: String,
+    /// True when the tool failed, was rejected or was interrupted.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// One entry of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Message {
+    /// Unique message id.
+    pub id: Uuid,
+    /// Author.
+    pub role: Role,
+    /// Text: the prompt, the user's words, the answer or the tool output.
+    pub content: String,
+    /// Set on assistant messages that request a tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<ToolCall>,
+    /// Set on tool messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result: Option<ToolResult>,
+    /// The agent-tree node that produced the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// True for error reports (LLM failure, tool server crash, ...).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// When the message was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Progress of a pending approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Waiting for a human decision.
+    #[default]
+    Pending,
+    /// Approved; the call may have started. Recorded durably before the
+    /// call runs so a crash never leads to a silent second execution.
+    Executing,
+}
+
+/// A destructive call stopped for a human decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PendingApproval {
+    /// Approval identifier, used in `POST /approvals/{uuid}`.
+    pub uuid: Uuid,
+    /// The conversation that is waiting.
+    pub conversation_id: Uuid,
+    /// Tool (or sub-agent) to call once approved.
+    pub tool_name: String,
+    /// The exact arguments that will be used.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub tool_args: Map<String, Value>,
+    /// Human-readable description of the action.
+    pub description: String,
+    /// When the approval was requested.
+    pub created_at: DateTime<Utc>,
+    /// The [`ToolCall::id`] being gated.
+    pub call_id: String,
+    /// The agent-tree node that asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Whether a decision is still awaited.
+    #[serde(default)]
+    pub state: ApprovalState,
+    /// Task id at the sub-agent, for a proxy approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_task_id: Option<String>,
+    /// Sub-agent name, for a proxy approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_agent_name: Option<String>,
+}
+
+/// Where a paused agent-tree run stands, so it can resume after approval.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PipelineState {
+    /// Child indices from the root to the paused node.
+    pub paused_node_path: Vec<usize>,
+    /// `output_key` of the paused node, if any.
+    #[serde(default)]
+    pub paused_node_output_key: String,
+    /// Snapshot of the session state at pause time.
+    #[serde(default)]
+    pub session_state: std::collections::BTreeMap<String, String>,
+    /// The user message that started the run.
+    pub user_message: String,
+}
+
+/// A conversation with its full trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Conversation {
+    /// Conversation id (also the A2A task id).
+    pub id: Uuid,
+    /// 8-hex-char session id for cross-agent tracing.
+    pub session_id: String,
+    /// Current status.
+    pub status: ConversationStatus,
+    /// Every message, in order.
+    pub messages: Vec<Message>,
+    /// The approval being waited for, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_approval: Option<PendingApproval>,
+    /// Pause state of an agent-tree run, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_state: Option<PipelineState>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Conversation {
+    /// The text of the last assistant message that is not a tool request.
+    pub fn last_answer(&self) -> Option<&Message> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && m.tool_call.is_none())
+    }
+}

@@ -1,0 +1,263 @@
+//! REST request and response bodies of the agent server.
+//!
+//! The shapes follow the reference implementation so its clients keep
+//! working: create / send / approve answer [`ConversationResponse`], list
+//! answers [`ConversationList`], errors answer [`ErrorBody`].
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::conversation::{Conversation, ConversationStatus, PendingApproval};
+
+/// `GET /health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Health {
+    /// Always `"ok"` when the server answers.
+    pub status: String,
+}
+
+/// `POST /conversations` body (the body itself is optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateConversationRequest {
+    /// Optional first user message, processed at once.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// `POST /conversations/{id}/messages` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SendMessageRequest {
+    /// The user's message.
+    pub message: String,
+}
+
+/// `POST /approvals/{uuid}` body. Exactly one of `approved`, `action` or
+/// `answer` carries the decision.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// `true` approves, `false` rejects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    /// `"approve"` or `"reject"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// `"yes"` or `"no"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Optional reason, recorded in the conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ApprovalRequest {
+    /// The decision carried by the body: `Ok(true)` to approve, `Ok(false)`
+    /// to reject, `Err` with a message naming the problem otherwise.
+    pub fn decision(&self) -> Result<bool, String> {
+        let mut decisions = Vec::new();
+        if let Some(approved) = self.approved {
+            decisions.push(approved);
+        }
+        if let Some(action) = &self.action {
+            match action.trim().to_ascii_lowercase().as_str() {
+                "approve" | "approved" => decisions.push(true),
+                "reject" | "rejected" | "deny" => decisions.push(false),
+                other => {
+                    return Err(format!(
+                        "action must be \"approve\" or \"reject\", got {other:?}"
+                    ));
+                }
+            }
+        }
+        if let Some(answer) = &self.answer {
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "yes" | "y" | "approve" | "approved" => decisions.push(true),
+                "no" | "n" | "reject" | "rejected" => decisions.push(false),
+                other => return Err(format!("answer must be \"yes\" or \"no\", got {other:?}")),
+            }
+        }
+        match decisions.as_slice() {
+            [] => Err("body must carry a decision: {\"approved\": true|false}, \
+                 {\"action\": \"approve\"|\"reject\"} or {\"answer\": \"yes\"|\"no\"}"
+                .to_string()),
+            [first, rest @ ..] if rest.iter().all(|d| d == first) => Ok(*first),
+            _ => Err("the body carries contradictory decisions".to_string()),
+        }
+    }
+}
+
+/// What one turn (create with message, send, approve) produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TurnResult {
+    /// The agent's answer text (or a description of the pending action).
+    pub response: String,
+    /// True when the conversation now waits for an approval.
+    pub waiting_approval: bool,
+    /// The pending approval, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<PendingApproval>,
+}
+
+/// Answer of create / send / approve / get.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConversationResponse {
+    /// The conversation after the operation.
+    pub conversation: Conversation,
+    /// What the operation produced; absent for a plain get or an empty create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<TurnResult>,
+}
+
+/// One line of `GET /conversations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConversationSummary {
+    /// Conversation id.
+    pub id: Uuid,
+    /// Session id.
+    pub session_id: String,
+    /// Current status.
+    pub status: ConversationStatus,
+    /// Number of messages.
+    pub message_count: usize,
+    /// First user message, shortened, to name the conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The pending approval, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_approval: Option<PendingApproval>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Counts by status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StatusSummary {
+    /// All conversations.
+    pub total: usize,
+    /// Conversations ready for a message.
+    pub active: usize,
+    /// Conversations waiting for an approval.
+    pub waiting_approval: usize,
+    /// Closed conversations.
+    pub completed: usize,
+}
+
+/// `GET /conversations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConversationList {
+    /// Newest first.
+    pub conversations: Vec<ConversationSummary>,
+    /// Counts by status.
+    pub summary: StatusSummary,
+}
+
+/// `GET /approvals`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalList {
+    /// Pending approvals across all conversations, oldest first.
+    pub approvals: Vec<PendingApproval>,
+}
+
+/// One tool the agent can call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ToolInfo {
+    /// Tool name as the model sees it.
+    pub name: String,
+    /// What the tool does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub input_schema: Value,
+    /// True when a call needs a human approval.
+    #[serde(rename = "destructiveHint")]
+    pub destructive_hint: bool,
+    /// True when the tool only reads.
+    #[serde(rename = "readOnlyHint", default)]
+    pub read_only_hint: bool,
+    /// Where the tool comes from: `mcp` or `a2a`.
+    pub source: String,
+    /// The MCP server or sub-agent that provides it.
+    pub server: String,
+}
+
+/// `GET /tools`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ToolList {
+    /// Every tool.
+    pub tools: Vec<ToolInfo>,
+}
+
+/// Error answer of every REST route.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// Error details.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `not_found`, `waiting_approval`.
+    pub code: String,
+    /// Human-readable message naming the problem.
+    pub message: String,
+    /// The pending approval, for conflicts caused by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<PendingApproval>,
+    /// The conversation's current state, for conflicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Box<Conversation>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<bool, String> {
+        serde_json::from_str::<ApprovalRequest>(json)
+            .map_err(|e| e.to_string())?
+            .decision()
+    }
+
+    #[test]
+    fn every_approval_format_is_understood() {
+        assert_eq!(parse(r#"{"approved": true}"#), Ok(true));
+        assert_eq!(parse(r#"{"approved": false}"#), Ok(false));
+        assert_eq!(parse(r#"{"action": "approve"}"#), Ok(true));
+        assert_eq!(parse(r#"{"action": "reject"}"#), Ok(false));
+        assert_eq!(parse(r#"{"answer": "yes"}"#), Ok(true));
+        assert_eq!(parse(r#"{"answer": "No"}"#), Ok(false));
+    }
+
+    #[test]
+    fn missing_unknown_or_contradictory_decisions_are_errors() {
+        assert!(parse("{}").unwrap_err().contains("decision"));
+        assert!(
+            parse(r#"{"action": "maybe"}"#)
+                .unwrap_err()
+                .contains("maybe")
+        );
+        assert!(parse(r#"{"approved": true, "answer": "no"}"#).is_err());
+        assert!(parse(r#"{"approve": true}"#).is_err());
+    }
+}
