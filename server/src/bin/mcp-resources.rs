@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 
 /// MCP server (stdio) storing named integer resources in SQLite.
 #[derive(Debug, Parser)]
-#[command(name = "mcp-resources", version, about)]
+#[command(name = "mcp-resources", version)]
 struct Args {
     /// SQLite database file. Default: $MCP_RESOURCES_DB, else
     /// $ASG_DATA_DIR/resources.db, else ./data/resources.db.

@@ -63,7 +63,6 @@ pub struct ListArgs {
     /// Only resources whose name matches. A pattern containing `%` is a SQL
     /// LIKE pattern (`%` any characters, `_` one character); any other text
     /// is a plain case-insensitive substring of the name.
-    #[serde(default)]
     pub pattern: Option<String>,
 }
 
@@ -72,11 +71,9 @@ pub struct ListArgs {
 pub struct AddArgs {
     /// Name of the new resource (not empty).
     #[schemars(with = "String")]
-    #[serde(default)]
     pub name: Option<String>,
     /// Integer value of the new resource.
     #[schemars(with = "i64")]
-    #[serde(default)]
     pub value: Option<Value>,
 }
 
@@ -84,12 +81,10 @@ pub struct AddArgs {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 pub struct RemoveArgs {
     /// Id of the resource to remove (e.g. `res_1a2b3c4d`).
-    #[serde(default)]
     pub id: Option<String>,
     /// Remove every resource whose name matches: a SQL LIKE pattern if it
     /// contains `%`, else a plain case-insensitive substring. With `id` too,
     /// a resource must match both.
-    #[serde(default)]
     pub pattern: Option<String>,
 }
 
