@@ -291,3 +291,160 @@ pub fn tool_messages(conversation: &Value) -> Vec<Value> {
         .map(|m| m.iter().filter(|m| m["role"] == "tool").cloned().collect())
         .unwrap_or_default()
 }
+
+impl Agent {
+    /// `GET /conversations/{id}`: the conversation (panics unless 200).
+    pub async fn conversation(&self, id: &str) -> Value {
+        let (status, body) = self.get(&format!("/conversations/{id}")).await;
+        assert_eq!(status, 200, "GET /conversations/{id}: {body}");
+        body["conversation"].clone()
+    }
+
+    /// The resources in the database, read through the agent itself: a new
+    /// conversation saying "list resources", whose list-tool output is
+    /// parsed. (It adds one conversation.)
+    pub async fn list_resources(&self) -> Vec<Value> {
+        let (status, answer) = self.say_new("list resources").await;
+        assert_eq!(status, 201, "list resources: {answer}");
+        let tools = tool_messages(&answer["conversation"]);
+        let last = tools
+            .last()
+            .unwrap_or_else(|| panic!("no tool result in {answer}"));
+        assert_eq!(last["tool_result"]["name"], "resources_list", "{answer}");
+        let listed: Value = serde_json::from_str(last["content"].as_str().unwrap_or(""))
+            .unwrap_or_else(|e| panic!("list output is not JSON ({e}): {last}"));
+        let resources = listed["resources"].as_array().cloned().unwrap_or_default();
+        assert_eq!(listed["count"], resources.len(), "{listed}");
+        resources
+    }
+
+    /// Names of the resources in the database (see [`Agent::list_resources`]).
+    pub async fn resource_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .list_resources()
+            .await
+            .iter()
+            .filter_map(|r| r["name"].as_str().map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Approves or rejects with a body; returns status and answer.
+    pub async fn decide(&self, uuid: &str, body: Value) -> (u16, Value) {
+        self.post(&format!("/approvals/{uuid}"), body).await
+    }
+
+    /// Waits until the log contains `needle` (up to 5 s); returns the log.
+    pub async fn wait_log(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            if Instant::now() > deadline {
+                panic!("{needle:?} never appeared in the log:\n{log}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The answer text of a turn answer (`result.response`).
+pub fn response_text(answer: &Value) -> String {
+    answer["result"]["response"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no result.response in {answer}"))
+        .to_string()
+}
+
+/// Tool calls requested in a conversation, in order.
+pub fn tool_calls(conversation: &Value) -> Vec<Value> {
+    conversation["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "assistant" && !m["tool_call"].is_null())
+                .map(|m| m["tool_call"].clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Checks an error answer: the status and a JSON `{"error": {"code",
+/// "message"}}` body with a non-empty message; returns the code.
+pub fn assert_error(got: &(u16, Value), status: u16) -> String {
+    let (code, body) = got;
+    assert_eq!(*code, status, "expected HTTP {status}, got {code}: {body}");
+    let message = body["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error.message in {body}"));
+    assert!(!message.trim().is_empty(), "empty error message: {body}");
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error.code in {body}"))
+        .to_string()
+}
+
+/// Every regular file under `dir`, recursively, with its bytes, sorted by
+/// path.
+pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                Ok(t) if t.is_file() => {
+                    if let Ok(bytes) = std::fs::read(&path) {
+                        files.push((path, bytes));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Pids of live `mcp-resources` processes started for `data_dir` (their
+/// environment has `ASG_DATA_DIR=<data_dir>`), found through /proc.
+pub fn mcp_children_for(data_dir: &Path) -> Vec<u32> {
+    let wanted = format!("ASG_DATA_DIR={}", data_dir.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let dir = entry.path();
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains("mcp-resources") {
+            continue;
+        }
+        // A zombie keeps its cmdline for a while but no longer runs.
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        {
+            continue;
+        }
+        let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == wanted.as_bytes())
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}

@@ -17,7 +17,7 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
-    approval: Option<PendingApproval>,
+    approval: Option<Box<PendingApproval>>,
     conversation: Option<Box<Conversation>>,
 }
 
@@ -57,7 +57,7 @@ impl From<EngineError> for ApiError {
                 ApiError::not_found(message)
             }
             EngineError::WaitingApproval(pending) => ApiError {
-                approval: Some(*pending),
+                approval: Some(pending),
                 ..ApiError::new(StatusCode::CONFLICT, "waiting_approval", message)
             },
             EngineError::AlreadyResolved { conversation, .. } => ApiError {
@@ -96,7 +96,7 @@ impl IntoResponse for ApiError {
             error: ErrorDetail {
                 code: self.code.to_string(),
                 message: self.message,
-                approval: self.approval,
+                approval: self.approval.map(|a| *a),
                 conversation: self.conversation,
             },
         };
