@@ -170,6 +170,12 @@ pub struct PipelineState {
     pub session_state: std::collections::BTreeMap<String, String>,
     /// The user message that started the run.
     pub user_message: String,
+    /// Index in `messages` where the paused node's invocation began.
+    #[serde(default)]
+    pub node_messages_from: usize,
+    /// Current iteration of each `loop` node on the paused path.
+    #[serde(default)]
+    pub loop_iterations: std::collections::BTreeMap<String, usize>,
 }
 
 /// A conversation with its full trace.

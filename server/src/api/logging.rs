@@ -43,11 +43,11 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
     tracing::info!(
         target: "http",
         %method,
-        path,
+        %path,
         status,
         latency_ms = format_args!("{latency_ms:.2}"),
-        conversation,
-        sid,
+        %conversation,
+        %sid,
         "request"
     );
     response

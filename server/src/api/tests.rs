@@ -27,6 +27,8 @@ async fn app(dir: &std::path::Path) -> Router {
             prompt: "You are a test agent.".into(),
             llm: Arc::new(ScriptedModel::parse(RULES, "test").unwrap()),
             tools: Arc::from(Vec::new()),
+            output_key: None,
+            can_exit_loop: false,
         }),
         tools: Arc::new(ToolRegistry::empty()),
         store: Arc::new(JsonFileStore::open(dir).unwrap()),

@@ -5,6 +5,7 @@
 //! they come from the environment (see [`crate::llm::provider`]).
 
 mod expand;
+pub mod tree;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use expand::expand_env;
+pub use tree::{NodeConfig, NodeKind};
 
 /// Default listen port.
 pub const DEFAULT_PORT: u16 = 8080;
@@ -58,6 +60,10 @@ pub struct AgentConfig {
     /// Most tool calls one turn may chain before giving up.
     #[serde(default = "default_max_tool_steps")]
     pub max_tool_steps: usize,
+    /// The agent tree; without it the agent is a single `llm` node built
+    /// from `name` and `prompt`.
+    #[serde(default)]
+    pub agent: Option<NodeConfig>,
 }
 
 /// `llm:` section.
@@ -264,6 +270,9 @@ impl AgentConfig {
                 format!("must be an http(s) URL, got {url:?}"),
             ));
         }
+        if let Some(root) = &self.agent {
+            tree::validate_tree(root, "agent")?;
+        }
         let mut names = std::collections::BTreeSet::new();
         for (i, server) in self.mcp_servers.iter_mut().enumerate() {
             let field = format!("mcp_servers[{i}]");
@@ -298,6 +307,14 @@ impl AgentConfig {
             }
         }
         Ok(())
+    }
+
+    /// The agent tree: `agent:` as written, or the single `llm` node of a
+    /// simple agent.
+    pub fn tree(&self) -> NodeConfig {
+        self.agent
+            .clone()
+            .unwrap_or_else(|| NodeConfig::single_llm(&self.name, &self.prompt))
     }
 
     /// The URL peers use to reach this agent, without a trailing slash.

@@ -55,8 +55,8 @@ fn errors_name_the_file_the_field_and_the_problem() {
     );
     let err = parse("port: eighty\n").unwrap_err();
     assert!(err.starts_with("agent.yaml: port: invalid type"), "{err}");
-    let err = parse("agent: {}\n").unwrap_err();
-    assert!(err.contains("unknown field `agent`"), "{err}");
+    let err = parse("agnet: {}\n").unwrap_err();
+    assert!(err.contains("unknown field `agnet`"), "{err}");
     let err = parse("mcp_servers:\n  - { name: a }\n").unwrap_err();
     assert!(err.contains("mcp_servers[0]: needs `command`"), "{err}");
     let err = parse("mcp_servers:\n  - { name: a, command: x }\n  - { name: a, command: y }\n")

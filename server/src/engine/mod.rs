@@ -17,6 +17,8 @@
 pub mod approval;
 mod history;
 mod index;
+mod llm_node;
+mod run;
 mod tree;
 mod turn;
 
@@ -32,7 +34,8 @@ use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
 use crate::store::Store;
 
-pub use tree::{AgentTree, LlmNode, Node};
+pub use llm_node::EXIT_LOOP_TOOL;
+pub use tree::{AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
 use index::ConversationIndex;
 use turn::Turn;
@@ -176,7 +179,7 @@ impl Engine {
         };
         let slot = self.inner.index.insert_new(conversation.clone());
         let _guard = slot.lock().await;
-        let mut turn = Turn::new(&self.inner, &slot, conversation, ctx);
+        let mut turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
         turn.save().await?;
         match message {
             Some(text) => turn.run_user_message(text).await,
@@ -208,7 +211,7 @@ impl Engine {
             ConversationStatus::Completed => return Err(EngineError::Completed(id)),
             ConversationStatus::Active => {}
         }
-        let turn = Turn::new(&self.inner, &slot, conversation, ctx);
+        let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
         turn.run_user_message(text).await
     }
 
@@ -240,7 +243,7 @@ impl Engine {
                 conversation: slot.snapshot(),
             });
         };
-        let turn = Turn::new(&self.inner, &slot, conversation, ctx);
+        let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
         turn.run_decision(pending, approve, reason).await
     }
 

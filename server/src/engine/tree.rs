@@ -1,47 +1,113 @@
-//! The agent tree. A simple agent is the single-`llm`-node tree; the
-//! orchestration node types (`sequential`, `parallel`, `loop`, `a2a`) are
-//! added as further [`Node`] variants.
+//! The agent tree the engine runs. A simple agent is the single-`llm`-node
+//! tree; `sequential`, `parallel` and `loop` nodes orchestrate children.
+//! Built from [`crate::config::NodeConfig`] by [`crate::app`].
 
 use std::sync::Arc;
 
 use crate::llm::{LlmClient, ToolSpec};
 
-/// An agent tree and its root.
+/// An agent tree.
 pub struct AgentTree {
     /// The root node.
     pub root: Node,
+    /// The system message recorded first in every conversation.
+    pub system_prompt: String,
 }
 
-/// One node of the tree.
+/// One node.
 pub enum Node {
-    /// Calls a model with tools until it answers.
+    /// A model with tools.
     Llm(LlmNode),
+    /// Children in order; each sees the session state of the earlier ones.
+    Sequential(GroupNode),
+    /// Children at the same time; outputs joined in configuration order.
+    Parallel(GroupNode),
+    /// Children repeated until `exit_loop` or `max_iterations`.
+    Loop(LoopNode),
 }
 
 /// A model with a prompt and tools.
 pub struct LlmNode {
     /// Unique node name (recorded on every message it produces).
     pub name: String,
-    /// System prompt.
+    /// System prompt; `{key}` placeholders resolve from session state.
     pub prompt: String,
     /// The model.
     pub llm: Arc<dyn LlmClient>,
     /// Tools offered to the model.
     pub tools: Arc<[ToolSpec]>,
+    /// Session-state key for the node's final text.
+    pub output_key: Option<String>,
+    /// Offer the `exit_loop` tool.
+    pub can_exit_loop: bool,
+}
+
+/// A `sequential` or `parallel` node.
+pub struct GroupNode {
+    /// Unique node name.
+    pub name: String,
+    /// Children.
+    pub children: Vec<Node>,
+    /// `parallel` only: run destructive tools without approval (else
+    /// refuse them).
+    pub allow_destructive: bool,
+}
+
+/// A `loop` node.
+pub struct LoopNode {
+    /// Unique node name.
+    pub name: String,
+    /// Children, repeated.
+    pub children: Vec<Node>,
+    /// Most iterations.
+    pub max_iterations: usize,
+    /// Run destructive tools without approval (else stop for approval).
+    pub allow_destructive: bool,
+}
+
+impl Node {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Node::Llm(node) => &node.name,
+            Node::Sequential(node) | Node::Parallel(node) => &node.name,
+            Node::Loop(node) => &node.name,
+        }
+    }
+
+    /// Children of a group node (none for `llm`).
+    pub fn children(&self) -> &[Node] {
+        match self {
+            Node::Llm(_) => &[],
+            Node::Sequential(node) | Node::Parallel(node) => &node.children,
+            Node::Loop(node) => &node.children,
+        }
+    }
 }
 
 impl AgentTree {
     /// The tree of a simple agent: one `llm` node.
     pub fn single(node: LlmNode) -> AgentTree {
         AgentTree {
+            system_prompt: node.prompt.clone(),
             root: Node::Llm(node),
         }
     }
 
     /// The prompt recorded as a new conversation's system message.
     pub fn root_prompt(&self) -> &str {
-        match &self.root {
-            Node::Llm(node) => &node.prompt,
-        }
+        &self.system_prompt
+    }
+
+    /// True for the single-`llm`-node tree (the model sees the whole
+    /// conversation; no pipeline state is kept).
+    pub fn is_simple(&self) -> bool {
+        matches!(self.root, Node::Llm(_))
+    }
+
+    /// The node at a path of child indices from the root.
+    pub fn node_at(&self, path: &[usize]) -> Option<&Node> {
+        path.iter()
+            .try_fold(&self.root, |node, &i| node.children().get(i))
     }
 }

@@ -1,42 +1,51 @@
 //! One turn: a user message or an approval decision, run to an answer or
 //! to the next approval stop. A [`Turn`] owns a working copy of the
-//! conversation while the caller holds the conversation's lock, and
-//! publishes each saved version for readers.
+//! conversation while the caller holds the conversation's lock, records
+//! messages into it, and publishes each saved version for readers.
 
 use std::sync::Arc;
 
 use asg_shared::rest::TurnResult;
 use asg_shared::{
-    ApprovalState, Conversation, ConversationStatus, PendingApproval, Role, ToolCall, ToolResult,
+    ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, PipelineState, Role,
 };
+use async_trait::async_trait;
 use chrono::Utc;
-use serde_json::{Map, Value};
-use uuid::Uuid;
 
 use super::index::Slot;
-use super::tree::{LlmNode, Node};
+use super::llm_node::{self, Gate, Invocation, NodeOutcome, Recorder};
+use super::run::{Exec, Flow, Pause, Resume, Transcript};
+use super::tree::Node;
 use super::{EngineError, Inner, TurnOutcome, approval, history, new_message};
 use crate::context::RequestContext;
-use crate::llm::{LlmRequest, LlmToolCall};
-
-/// What to do with one tool call the model requested.
-enum Plan {
-    Run,
-    Gate(Uuid),
-    Skip,
-    Unknown,
-}
 
 pub(crate) struct Turn<'a> {
-    inner: &'a Inner,
+    inner: Arc<Inner>,
     slot: &'a Slot,
     conversation: Conversation,
     ctx: &'a RequestContext,
 }
 
+#[async_trait]
+impl Recorder for Turn<'_> {
+    fn push(&mut self, message: Message) {
+        self.conversation.messages.push(message);
+    }
+
+    async fn checkpoint(&mut self) -> Result<(), EngineError> {
+        self.save().await
+    }
+}
+
+impl Transcript for Turn<'_> {
+    fn position(&self) -> usize {
+        self.conversation.messages.len()
+    }
+}
+
 impl<'a> Turn<'a> {
     pub(crate) fn new(
-        inner: &'a Inner,
+        inner: Arc<Inner>,
         slot: &'a Slot,
         conversation: Conversation,
         ctx: &'a RequestContext,
@@ -87,9 +96,21 @@ impl<'a> Turn<'a> {
     ) -> Result<TurnOutcome, EngineError> {
         self.conversation
             .messages
-            .push(new_message(Role::User, text));
+            .push(new_message(Role::User, text.clone()));
         self.save().await?;
-        self.run_tree().await
+        if self.inner.tree.is_simple() {
+            self.run_simple().await
+        } else {
+            let exec = Exec::new(
+                self.inner.clone(),
+                self.ctx.clone(),
+                self.conversation.id,
+                Default::default(),
+                &text,
+                Default::default(),
+            );
+            self.run_pipeline(exec, None).await
+        }
     }
 
     /// Applies a decision on `pending`, then lets the tree go on.
@@ -99,225 +120,177 @@ impl<'a> Turn<'a> {
         approve: bool,
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
-        if approve {
+        let (content, is_error) = if approve {
             // Durable before the call starts: a crash from here on is
             // reported as an interruption at restart, never re-run.
             pending.state = ApprovalState::Executing;
             self.conversation.pending_approval = Some(pending.clone());
             self.save().await?;
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
-            let (content, is_error) = self
-                .call_tool(&pending.tool_name, pending.tool_args.clone())
-                .await;
-            self.push_result(
-                &pending.call_id,
+            llm_node::call_tool(
+                &self.inner,
+                self.ctx,
                 &pending.tool_name,
-                pending.node.clone(),
-                content,
-                is_error,
-            );
+                pending.tool_args.clone(),
+            )
+            .await
         } else {
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "rejected");
-            let text = approval::rejection_text(reason.as_deref());
-            self.push_result(
-                &pending.call_id,
-                &pending.tool_name,
-                pending.node.clone(),
-                text,
-                true,
-            );
-        }
+            (approval::rejection_text(reason.as_deref()), true)
+        };
+        let mut result =
+            llm_node::result_message(&pending.call_id, &pending.tool_name, content, is_error);
+        result.node = pending.node.clone();
+        self.conversation.messages.push(result);
         self.conversation.pending_approval = None;
         self.conversation.status = ConversationStatus::Active;
-        self.save().await?;
-        self.run_tree().await
-    }
-
-    async fn run_tree(self) -> Result<TurnOutcome, EngineError> {
-        let inner = self.inner;
-        match &inner.tree.root {
-            Node::Llm(node) => self.run_llm(node).await,
-        }
-    }
-
-    /// Calls the model until it answers with text, a call needs approval,
-    /// or the step budget runs out.
-    async fn run_llm(mut self, node: &LlmNode) -> Result<TurnOutcome, EngineError> {
-        for _ in 0..self.inner.max_tool_steps {
-            let request = LlmRequest {
-                node: node.name.clone(),
-                system: node.prompt.clone(),
-                messages: history::to_llm_messages(&self.conversation.messages),
-                tools: node.tools.to_vec(),
-            };
-            let response = match node.llm.generate(&request).await {
-                Ok(response) => response,
-                Err(error) => {
-                    tracing::warn!(node = %node.name, %error, "model call failed");
-                    let mut message = new_message(Role::Assistant, format!("Error: {error}"));
-                    message.is_error = true;
-                    message.node = Some(node.name.clone());
-                    self.conversation.messages.push(message);
-                    self.save().await?;
-                    return Err(EngineError::Llm {
-                        error,
-                        conversation: self.slot.snapshot(),
-                    });
-                }
-            };
-            if response.tool_calls.is_empty() {
-                let text = response.text.unwrap_or_default();
+        let pipeline = self.conversation.pipeline_state.take();
+        match pipeline {
+            None => {
+                self.save().await?;
+                self.run_simple().await
+            }
+            Some(state) if !approve => {
+                let text = format!(
+                    "Pipeline cancelled: {} was rejected, so the remaining steps did not run.",
+                    pending.tool_name
+                );
                 let mut message = new_message(Role::Assistant, text.clone());
-                message.node = Some(node.name.clone());
+                message.node = Some(self.inner.tree.root.name().to_string());
                 self.conversation.messages.push(message);
                 self.save().await?;
-                return Ok(self.outcome(text));
+                tracing::info!(path = ?state.paused_node_path, "pipeline cancelled by rejection");
+                Ok(self.outcome(text))
             }
-            if let Some(paused) = self
-                .run_calls(node, response.text, response.tool_calls)
-                .await?
-            {
-                return Ok(self.outcome(paused));
+            Some(state) => {
+                self.save().await?;
+                let node_name = pending.node.clone().unwrap_or_default();
+                let own = self.conversation.messages[state
+                    .node_messages_from
+                    .min(self.conversation.messages.len())..]
+                    .iter()
+                    .filter(|m| m.node.as_deref() == Some(node_name.as_str()))
+                    .cloned()
+                    .collect();
+                let exec = Exec::new(
+                    self.inner.clone(),
+                    self.ctx.clone(),
+                    self.conversation.id,
+                    state.session_state.clone(),
+                    &state.user_message,
+                    state.loop_iterations.clone(),
+                );
+                let resume = Resume {
+                    path: state.paused_node_path.clone(),
+                    own,
+                    messages_from: state.node_messages_from,
+                };
+                self.run_pipeline(exec, Some(resume)).await
             }
         }
-        let text = format!(
-            "Stopped after {} tool steps without a final answer.",
-            self.inner.max_tool_steps
-        );
-        let mut message = new_message(Role::Assistant, text.clone());
-        message.is_error = true;
-        message.node = Some(node.name.clone());
-        self.conversation.messages.push(message);
+    }
+
+    /// The simple agent: one `llm` node over the whole conversation.
+    async fn run_simple(mut self) -> Result<TurnOutcome, EngineError> {
+        let inner = self.inner.clone();
+        let Node::Llm(node) = &inner.tree.root else {
+            return Err(EngineError::Store("run_simple needs an llm root".into()));
+        };
+        let invocation = Invocation {
+            node,
+            system: node.prompt.clone(),
+            base: history::to_llm_messages(&self.conversation.messages),
+            own: Vec::new(),
+            gate: Gate::Approve,
+            exit_loop: false,
+        };
+        let id = self.conversation.id;
+        let ctx = self.ctx;
+        let outcome = llm_node::run(&inner, ctx, id, invocation, &mut self).await?;
+        match outcome {
+            NodeOutcome::Answered(text) | NodeOutcome::ExitLoop(text) => Ok(self.outcome(text)),
+            NodeOutcome::Paused(pending) => self.pause(pending, None).await,
+            NodeOutcome::Failed(error) => Err(EngineError::Llm {
+                error,
+                conversation: self.slot.snapshot(),
+            }),
+        }
+    }
+
+    /// Orchestrated mode: runs (or resumes) the tree.
+    async fn run_pipeline(
+        mut self,
+        mut exec: Exec,
+        resume: Option<Resume>,
+    ) -> Result<TurnOutcome, EngineError> {
+        let inner = self.inner.clone();
+        let mut path = Vec::new();
+        let flow = exec
+            .run_node(
+                &inner.tree.root,
+                &mut path,
+                resume,
+                Gate::Approve,
+                &mut self,
+            )
+            .await?;
+        match flow {
+            Flow::Done(text) | Flow::Exit(text) => {
+                let last = self
+                    .conversation
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::Assistant && m.tool_call.is_none());
+                if last.is_none_or(|m| m.content != text) {
+                    let mut message = new_message(Role::Assistant, text.clone());
+                    message.node = Some(inner.tree.root.name().to_string());
+                    self.conversation.messages.push(message);
+                }
+                self.save().await?;
+                Ok(self.outcome(text))
+            }
+            Flow::Paused(Pause {
+                pending,
+                path,
+                output_key,
+                messages_from,
+            }) => {
+                let state = PipelineState {
+                    paused_node_path: path,
+                    paused_node_output_key: output_key.unwrap_or_default(),
+                    session_state: exec.session_snapshot(),
+                    user_message: exec
+                        .session_snapshot()
+                        .remove("user_message")
+                        .unwrap_or_default(),
+                    node_messages_from: messages_from,
+                    loop_iterations: exec.loop_iterations.clone(),
+                };
+                self.pause(pending, Some(state)).await
+            }
+            Flow::Failed(error) => Err(EngineError::Llm {
+                error,
+                conversation: self.slot.snapshot(),
+            }),
+        }
+    }
+
+    /// Saves the conversation as waiting for `pending`.
+    async fn pause(
+        mut self,
+        pending: Box<PendingApproval>,
+        pipeline: Option<PipelineState>,
+    ) -> Result<TurnOutcome, EngineError> {
+        let response = format!("Approval required: {}", pending.description);
+        self.inner
+            .index
+            .add_approval(pending.uuid, self.conversation.id);
+        tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "destructive call stopped for approval");
+        self.conversation.pending_approval = Some(*pending);
+        self.conversation.pipeline_state = pipeline;
+        self.conversation.status = ConversationStatus::WaitingApproval;
         self.save().await?;
-        Ok(self.outcome(text))
-    }
-
-    /// Records and runs the calls of one model step. Returns the response
-    /// text when a destructive call stopped the turn for approval.
-    async fn run_calls(
-        &mut self,
-        node: &LlmNode,
-        text: Option<String>,
-        calls: Vec<LlmToolCall>,
-    ) -> Result<Option<String>, EngineError> {
-        let mut gated = false;
-        let plans: Vec<Plan> = calls
-            .iter()
-            .map(|call| match self.inner.tools.tool(&call.name) {
-                _ if gated => Plan::Skip,
-                None => Plan::Unknown,
-                Some(info) if info.destructive_hint => {
-                    gated = true;
-                    Plan::Gate(Uuid::new_v4())
-                }
-                Some(_) => Plan::Run,
-            })
-            .collect();
-        for (i, (call, plan)) in calls.iter().zip(&plans).enumerate() {
-            let content = if i == 0 {
-                text.clone().unwrap_or_default()
-            } else {
-                String::new()
-            };
-            let mut message = new_message(Role::Assistant, content);
-            message.node = Some(node.name.clone());
-            message.tool_call = Some(ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                needs_approval: matches!(plan, Plan::Gate(_)),
-                approval_uuid: match plan {
-                    Plan::Gate(uuid) => Some(*uuid),
-                    _ => None,
-                },
-                provider_signature: call.signature.clone(),
-            });
-            self.conversation.messages.push(message);
-        }
-        let mut paused = None;
-        for (call, plan) in calls.into_iter().zip(plans) {
-            let node_name = Some(node.name.clone());
-            match plan {
-                Plan::Run => {
-                    let (content, is_error) = self.call_tool(&call.name, call.arguments).await;
-                    self.push_result(&call.id, &call.name, node_name, content, is_error);
-                }
-                Plan::Unknown => {
-                    let content =
-                        format!("Unknown tool {:?}: no such tool is available.", call.name);
-                    self.push_result(&call.id, &call.name, node_name, content, true);
-                }
-                Plan::Skip => {
-                    let content = "Not run: an earlier call of the same step is waiting for \
-                                   approval. Ask again after the decision."
-                        .to_string();
-                    self.push_result(&call.id, &call.name, node_name, content, true);
-                }
-                Plan::Gate(uuid) => {
-                    let description = self
-                        .inner
-                        .tools
-                        .tool(&call.name)
-                        .map(|info| {
-                            approval::describe(&call.name, &info.description, &call.arguments)
-                        })
-                        .unwrap_or_default();
-                    paused = Some(format!("Approval required: {description}"));
-                    self.conversation.pending_approval = Some(PendingApproval {
-                        uuid,
-                        conversation_id: self.conversation.id,
-                        tool_name: call.name,
-                        tool_args: call.arguments,
-                        description,
-                        created_at: Utc::now(),
-                        call_id: call.id,
-                        node: node_name,
-                        state: ApprovalState::Pending,
-                        remote_task_id: None,
-                        remote_agent_name: None,
-                    });
-                    self.conversation.status = ConversationStatus::WaitingApproval;
-                    self.inner.index.add_approval(uuid, self.conversation.id);
-                    tracing::info!(approval = %uuid, "destructive call stopped for approval");
-                }
-            }
-        }
-        self.save().await?;
-        Ok(paused)
-    }
-
-    /// Runs a tool; failures become an error result the model can read.
-    async fn call_tool(&self, name: &str, arguments: Map<String, Value>) -> (String, bool) {
-        match self
-            .inner
-            .tools
-            .call(name, arguments, self.ctx.bearer.as_ref())
-            .await
-        {
-            Ok(output) => (output.content, output.is_error),
-            Err(error) => {
-                tracing::warn!(tool = name, %error, "tool call failed");
-                (format!("Tool error: {error}"), true)
-            }
-        }
-    }
-
-    fn push_result(
-        &mut self,
-        call_id: &str,
-        name: &str,
-        node: Option<String>,
-        content: String,
-        is_error: bool,
-    ) {
-        let mut message = new_message(Role::Tool, content);
-        message.tool_result = Some(ToolResult {
-            call_id: call_id.to_string(),
-            name: name.to_string(),
-            is_error,
-        });
-        message.is_error = is_error;
-        message.node = node;
-        self.conversation.messages.push(message);
+        Ok(self.outcome(response))
     }
 }

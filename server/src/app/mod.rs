@@ -2,6 +2,8 @@
 //! and serving with graceful shutdown. The `agent` binary is a thin
 //! wrapper around [`App::build`] and [`App::serve`].
 
+mod tree;
+
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
@@ -11,8 +13,7 @@ use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
 use crate::config::AgentConfig;
-use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
-use crate::llm::{ToolSpec, build_client};
+use crate::engine::{Engine, EngineParts};
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
 use crate::store::JsonFileStore;
@@ -39,8 +40,6 @@ impl App {
         config_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<App, StartupError> {
-        let llm = build_client(&config.llm, config_dir, env).map_err(StartupError)?;
-        tracing::info!(model = %llm.describe(), "model ready");
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
             StartupError(format!(
                 "cannot create data_dir {}: {e}",
@@ -59,21 +58,7 @@ impl App {
         .await
         .map_err(StartupError)?;
         let tools = Arc::new(tools);
-        let specs: Arc<[ToolSpec]> = tools
-            .tools()
-            .iter()
-            .map(|t| ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                input_schema: t.input_schema.clone(),
-            })
-            .collect();
-        let tree = AgentTree::single(LlmNode {
-            name: config.name.clone(),
-            prompt: config.prompt.clone(),
-            llm,
-            tools: specs,
-        });
+        let tree = tree::build_tree(&config, &tools, config_dir, env)?;
         let engine = Engine::start(EngineParts {
             tree,
             tools: tools.clone(),

@@ -1,0 +1,162 @@
+//! Builds the engine's [`AgentTree`] from the configured node tree: one
+//! model client per distinct model, tool selection per `llm` node.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::tree::DEFAULT_MAX_ITERATIONS;
+use crate::config::{AgentConfig, LlmConfig, NodeConfig, NodeKind};
+use crate::engine::{AgentTree, GroupNode, LlmNode, LoopNode, Node};
+use crate::llm::{LlmClient, Provider, ToolSpec, build_client};
+use crate::mcp::ToolRegistry;
+
+use super::StartupError;
+
+/// Everything node building needs.
+struct Builder<'a> {
+    config: &'a AgentConfig,
+    tools: &'a ToolRegistry,
+    config_dir: &'a Path,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    clients: HashMap<String, Arc<dyn LlmClient>>,
+}
+
+/// The agent tree of `config` (a single `llm` node without `agent:`).
+pub fn build_tree(
+    config: &AgentConfig,
+    tools: &ToolRegistry,
+    config_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<AgentTree, StartupError> {
+    let mut builder = Builder {
+        config,
+        tools,
+        config_dir,
+        env,
+        clients: HashMap::new(),
+    };
+    let root = builder.node(&config.tree())?;
+    Ok(AgentTree {
+        root,
+        system_prompt: match &config.agent {
+            Some(NodeConfig {
+                kind: NodeKind::Llm,
+                prompt: Some(prompt),
+                ..
+            }) => prompt.clone(),
+            _ => config.prompt.clone(),
+        },
+    })
+}
+
+impl Builder<'_> {
+    fn node(&mut self, node: &NodeConfig) -> Result<Node, StartupError> {
+        let children = |builder: &mut Self| -> Result<Vec<Node>, StartupError> {
+            node.agents
+                .iter()
+                .map(|child| builder.node(child))
+                .collect()
+        };
+        Ok(match node.kind {
+            NodeKind::Llm => Node::Llm(LlmNode {
+                name: node.name.clone(),
+                prompt: node.prompt.clone().unwrap_or_default(),
+                llm: self.client(node)?,
+                tools: self.tools_for(node)?,
+                output_key: node.output_key.clone(),
+                can_exit_loop: node.can_exit_loop,
+            }),
+            NodeKind::Sequential => Node::Sequential(GroupNode {
+                name: node.name.clone(),
+                children: children(self)?,
+                allow_destructive: false,
+            }),
+            NodeKind::Parallel => Node::Parallel(GroupNode {
+                name: node.name.clone(),
+                children: children(self)?,
+                allow_destructive: node.allow_destructive.unwrap_or(true),
+            }),
+            NodeKind::Loop => Node::Loop(LoopNode {
+                name: node.name.clone(),
+                children: children(self)?,
+                max_iterations: node.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
+                allow_destructive: node.allow_destructive.unwrap_or(true),
+            }),
+            NodeKind::A2a => {
+                return Err(StartupError(format!(
+                    "node {:?}: a2a nodes are not supported yet",
+                    node.name
+                )));
+            }
+        })
+    }
+
+    /// The node's model client; nodes with the same model share one.
+    fn client(&mut self, node: &NodeConfig) -> Result<Arc<dyn LlmClient>, StartupError> {
+        let top = &self.config.llm;
+        let llm = match &node.model {
+            None => top.clone(),
+            Some(model) => LlmConfig {
+                model: model.clone(),
+                // An endpoint override belongs to the top-level provider.
+                base_url: top.base_url.clone().filter(|_| {
+                    Provider::from_model(model).0 == Provider::from_model(&top.model).0
+                }),
+                ..top.clone()
+            },
+        };
+        if let Some(client) = self.clients.get(&llm.model) {
+            return Ok(client.clone());
+        }
+        let client = build_client(&llm, self.config_dir, self.env)
+            .map_err(|e| StartupError(format!("node {:?}: {e}", node.name)))?;
+        tracing::info!(node = %node.name, model = %client.describe(), "node model ready");
+        self.clients.insert(llm.model.clone(), client.clone());
+        Ok(client)
+    }
+
+    /// The tools an `llm` node may use.
+    fn tools_for(&self, node: &NodeConfig) -> Result<Arc<[ToolSpec]>, StartupError> {
+        if let Some(names) = &node.tools {
+            for name in names {
+                if self.tools.tool(name).is_none() {
+                    return Err(StartupError(format!(
+                        "node {:?}: tool {name:?} is not offered by any MCP server",
+                        node.name
+                    )));
+                }
+            }
+        }
+        if let Some(servers) = &node.mcp_servers {
+            for server in servers {
+                if !self.config.mcp_servers.iter().any(|s| &s.name == server) {
+                    return Err(StartupError(format!(
+                        "node {:?}: no MCP server is named {server:?}",
+                        node.name
+                    )));
+                }
+            }
+        }
+        Ok(self
+            .tools
+            .tools()
+            .iter()
+            .filter(|t| {
+                node.tools
+                    .as_ref()
+                    .is_none_or(|names| names.contains(&t.name))
+            })
+            .filter(|t| {
+                node.mcp_servers
+                    .as_ref()
+                    .is_none_or(|servers| servers.contains(&t.server))
+            })
+            .map(|t| ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,346 @@
+//! The `agent:` tree of `agent.yaml`: node types, their fields, and the
+//! startup checks (unique names, fields that fit the type, non-empty
+//! groups, `{placeholder}`s that an earlier node can provide).
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
+/// Placeholders every prompt may use without a producing node.
+pub const BUILTIN_KEYS: &[&str] = &["user_message"];
+
+/// Default `max_iterations` of a `loop` node.
+pub const DEFAULT_MAX_ITERATIONS: usize = 10;
+
+/// Node types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// A model with tools.
+    Llm,
+    /// Children one after the other.
+    Sequential,
+    /// Children at the same time.
+    Parallel,
+    /// Children repeated until `exit_loop` or `max_iterations`.
+    Loop,
+    /// A remote A2A agent as a step.
+    A2a,
+}
+
+impl NodeKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Llm => "llm",
+            NodeKind::Sequential => "sequential",
+            NodeKind::Parallel => "parallel",
+            NodeKind::Loop => "loop",
+            NodeKind::A2a => "a2a",
+        }
+    }
+}
+
+/// One node of the tree, as written. Fields that do not fit the node's
+/// type are rejected by [`validate_tree`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Node type.
+    #[serde(rename = "type")]
+    pub kind: NodeKind,
+    /// Unique name in the tree.
+    pub name: String,
+    /// What the node does (documentation, agent card).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `llm`: system prompt with `{key}` / `{key?}` placeholders.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// `llm`: model for this node (any provider); default: `llm.model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `llm`: session-state key that receives the node's final text.
+    #[serde(default)]
+    pub output_key: Option<String>,
+    /// `llm` inside a `loop`: offer the `exit_loop` tool.
+    #[serde(default)]
+    pub can_exit_loop: bool,
+    /// `llm`: only these tools (by name).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// `llm`: only the tools of these MCP servers (by name).
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<String>>,
+    /// `sequential` / `parallel` / `loop`: the children.
+    #[serde(default)]
+    pub agents: Vec<NodeConfig>,
+    /// `loop`: most iterations (default 10).
+    #[serde(default)]
+    pub max_iterations: Option<usize>,
+    /// `parallel` / `loop`: run destructive tools without approval (the
+    /// spec's behaviour, default true). When false, destructive calls in a
+    /// `loop` stop for approval and resume; in a `parallel` node, where a
+    /// pause is impossible, they are refused.
+    #[serde(default)]
+    pub allow_destructive: Option<bool>,
+}
+
+impl NodeConfig {
+    /// A single `llm` node, for configs without `agent:`.
+    pub fn single_llm(name: &str, prompt: &str) -> NodeConfig {
+        NodeConfig {
+            kind: NodeKind::Llm,
+            name: name.to_string(),
+            description: None,
+            prompt: Some(prompt.to_string()),
+            model: None,
+            output_key: None,
+            can_exit_loop: false,
+            tools: None,
+            mcp_servers: None,
+            agents: Vec::new(),
+            max_iterations: None,
+            allow_destructive: None,
+        }
+    }
+}
+
+/// A `{name}` or `{name?}` in a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholder {
+    /// Key name.
+    pub name: String,
+    /// `{name?}`: resolves to empty when missing.
+    pub optional: bool,
+}
+
+/// The placeholders of a template. `{{` and `}}` are literal braces; a
+/// brace pair around anything but an identifier is literal text.
+pub fn placeholders(template: &str) -> Vec<Placeholder> {
+    let mut found = Vec::new();
+    scan(template, |piece| {
+        if let Piece::Key(name, optional) = piece {
+            found.push(Placeholder {
+                name: name.to_string(),
+                optional,
+            });
+        }
+    });
+    found
+}
+
+/// Resolves placeholders with `lookup`; a missing key becomes empty.
+pub fn resolve(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    scan(template, |piece| match piece {
+        Piece::Text(text) => out.push_str(text),
+        Piece::Key(name, _) => out.push_str(&lookup(name).unwrap_or_default()),
+    });
+    out
+}
+
+enum Piece<'a> {
+    Text(&'a str),
+    Key(&'a str, bool),
+}
+
+fn scan<'a>(template: &'a str, mut emit: impl FnMut(Piece<'a>)) {
+    let mut rest = template;
+    while let Some(pos) = rest.find(['{', '}']) {
+        emit(Piece::Text(&rest[..pos]));
+        let after = &rest[pos..];
+        if after.starts_with("{{") || after.starts_with("}}") {
+            emit(Piece::Text(&after[..1]));
+            rest = &after[2..];
+            continue;
+        }
+        if after.starts_with('{')
+            && let Some(end) = after.find('}')
+        {
+            let inner = &after[1..end];
+            let (name, optional) = match inner.strip_suffix('?') {
+                Some(name) => (name, true),
+                None => (inner, false),
+            };
+            if is_key(name) {
+                emit(Piece::Key(name, optional));
+                rest = &after[end + 1..];
+                continue;
+            }
+        }
+        emit(Piece::Text(&after[..1]));
+        rest = &after[1..];
+    }
+    emit(Piece::Text(rest));
+}
+
+fn is_key(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+}
+
+/// Checks a tree; the error is `(field path, message)`.
+pub fn validate_tree(root: &NodeConfig, field: &str) -> Result<(), (String, String)> {
+    let mut names = BTreeSet::new();
+    check_node(root, field, &mut names, false)?;
+    let mut available: BTreeSet<String> = BUILTIN_KEYS.iter().map(|k| k.to_string()).collect();
+    check_placeholders(root, field, &mut available)
+}
+
+fn check_node(
+    node: &NodeConfig,
+    field: &str,
+    names: &mut BTreeSet<String>,
+    in_loop: bool,
+) -> Result<(), (String, String)> {
+    let kind = node.kind.as_str();
+    let err = |sub: &str, message: String| -> Result<(), (String, String)> {
+        let path = if sub.is_empty() {
+            field.to_string()
+        } else {
+            format!("{field}.{sub}")
+        };
+        Err((path, format!("node {:?}: {message}", node.name)))
+    };
+    if node.name.trim().is_empty() {
+        return Err((
+            format!("{field}.name"),
+            format!("a {kind} node needs a non-empty name"),
+        ));
+    }
+    if !names.insert(node.name.clone()) {
+        return err(
+            "name",
+            "duplicate node name; names must be unique in the tree".into(),
+        );
+    }
+    let is_group = matches!(
+        node.kind,
+        NodeKind::Sequential | NodeKind::Parallel | NodeKind::Loop
+    );
+    let not_for = |present: bool, name: &str| -> Result<(), (String, String)> {
+        if present {
+            err(name, format!("`{name}` does not apply to {kind} nodes"))
+        } else {
+            Ok(())
+        }
+    };
+    if node.kind != NodeKind::Llm {
+        not_for(node.prompt.is_some(), "prompt")?;
+        not_for(node.model.is_some(), "model")?;
+        not_for(node.output_key.is_some(), "output_key")?;
+        not_for(node.can_exit_loop, "can_exit_loop")?;
+        not_for(node.tools.is_some(), "tools")?;
+        not_for(node.mcp_servers.is_some(), "mcp_servers")?;
+    }
+    if node.kind != NodeKind::Loop {
+        not_for(node.max_iterations.is_some(), "max_iterations")?;
+    }
+    if !matches!(node.kind, NodeKind::Loop | NodeKind::Parallel) {
+        not_for(node.allow_destructive.is_some(), "allow_destructive")?;
+    }
+    if !is_group {
+        not_for(!node.agents.is_empty(), "agents")?;
+    }
+    match node.kind {
+        NodeKind::Llm => {
+            if node.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
+                return err("prompt", "an llm node needs a prompt".into());
+            }
+            if node.can_exit_loop && !in_loop {
+                return err(
+                    "can_exit_loop",
+                    "only a node inside a loop can exit it".into(),
+                );
+            }
+            if let Some(key) = &node.output_key
+                && !is_key(key)
+            {
+                return err(
+                    "output_key",
+                    format!("{key:?} is not a valid key (letters, digits, _ - .)"),
+                );
+            }
+        }
+        NodeKind::A2a => {
+            return err(
+                "type",
+                "a2a nodes need the A2A client, which this version does not include yet".into(),
+            );
+        }
+        NodeKind::Sequential | NodeKind::Parallel | NodeKind::Loop => {
+            if node.agents.is_empty() {
+                return err(
+                    "agents",
+                    format!("a {kind} node needs at least one child in `agents`"),
+                );
+            }
+            if node.max_iterations == Some(0) {
+                return err("max_iterations", "must be at least 1".into());
+            }
+            let in_loop = in_loop || node.kind == NodeKind::Loop;
+            for (i, child) in node.agents.iter().enumerate() {
+                check_node(child, &format!("{field}.agents[{i}]"), names, in_loop)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Walks the tree in execution order; `available` holds the keys that are
+/// certainly set when a node starts.
+fn check_placeholders(
+    node: &NodeConfig,
+    field: &str,
+    available: &mut BTreeSet<String>,
+) -> Result<(), (String, String)> {
+    match node.kind {
+        NodeKind::Llm | NodeKind::A2a => {
+            for placeholder in placeholders(node.prompt.as_deref().unwrap_or("")) {
+                if !placeholder.optional && !available.contains(&placeholder.name) {
+                    let known: Vec<&str> = available.iter().map(String::as_str).collect();
+                    return Err((
+                        format!("{field}.prompt"),
+                        format!(
+                            "node {:?}: placeholder {{{}}} is never set before this node runs \
+                             (available: {}); set it with an earlier node's output_key, or \
+                             write {{{}?}} to accept an empty value",
+                            node.name,
+                            placeholder.name,
+                            known.join(", "),
+                            placeholder.name
+                        ),
+                    ));
+                }
+            }
+            if let Some(key) = &node.output_key {
+                available.insert(key.clone());
+            }
+        }
+        NodeKind::Sequential | NodeKind::Loop => {
+            for (i, child) in node.agents.iter().enumerate() {
+                check_placeholders(child, &format!("{field}.agents[{i}]"), available)?;
+            }
+        }
+        NodeKind::Parallel => {
+            // Branches run at the same time: none sees a sibling's keys,
+            // and all of them are available after the node.
+            let before = available.clone();
+            let mut after = before.clone();
+            for (i, child) in node.agents.iter().enumerate() {
+                let mut branch = before.clone();
+                check_placeholders(child, &format!("{field}.agents[{i}]"), &mut branch)?;
+                after.extend(branch);
+            }
+            *available = after;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "tree_tests.rs"]
+mod tests;

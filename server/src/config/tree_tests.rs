@@ -1,0 +1,128 @@
+use std::path::Path;
+
+use super::*;
+use crate::config::AgentConfig;
+
+fn parse(text: &str) -> Result<AgentConfig, String> {
+    AgentConfig::parse(text, Path::new("tree.yaml")).map_err(|e| e.to_string())
+}
+
+const SEQUENTIAL: &str = r#"
+agent:
+  type: sequential
+  name: pipeline
+  agents:
+    - type: llm
+      name: analyzer
+      prompt: "Analyze: {user_message}"
+      output_key: analysis
+    - type: llm
+      name: executor
+      prompt: "Act on: {analysis}. Notes: {notes?}"
+"#;
+
+#[test]
+fn a_valid_tree_parses() {
+    let config = parse(SEQUENTIAL).unwrap();
+    let root = config.agent.unwrap();
+    assert_eq!(root.kind, NodeKind::Sequential);
+    assert_eq!(root.agents.len(), 2);
+    assert_eq!(root.agents[1].name, "executor");
+}
+
+#[test]
+fn every_validation_error_names_the_node_and_the_problem() {
+    let cases = [
+        ("agent: { type: swarm, name: x }", "unknown variant `swarm`"),
+        (
+            "agent: { type: sequential, name: s, agents: [] }",
+            "node \"s\": a sequential node needs at least one child",
+        ),
+        (
+            "agent: { type: sequential, name: s, agents: [{type: llm, name: a, prompt: p}, {type: llm, name: a, prompt: q}] }",
+            "agent.agents[1].name: node \"a\": duplicate node name",
+        ),
+        (
+            "agent: { type: llm, name: a }",
+            "node \"a\": an llm node needs a prompt",
+        ),
+        (
+            "agent: { type: llm, name: a, prompt: \"use {missing}\" }",
+            "agent.prompt: node \"a\": placeholder {missing} is never set",
+        ),
+        (
+            "agent: { type: sequential, name: s, agents: [{type: llm, name: a, prompt: p, max_iterations: 3}] }",
+            "`max_iterations` does not apply to llm nodes",
+        ),
+        (
+            "agent: { type: parallel, name: p, agents: [{type: llm, name: a, prompt: p, output_key: k}, {type: llm, name: b, prompt: \"{k}\"}] }",
+            "node \"b\": placeholder {k} is never set",
+        ),
+        (
+            "agent: { type: llm, name: a, prompt: p, can_exit_loop: true }",
+            "only a node inside a loop can exit it",
+        ),
+        (
+            "agent: { type: loop, name: l, max_iterations: 0, agents: [{type: llm, name: a, prompt: p}] }",
+            "must be at least 1",
+        ),
+        (
+            "agent: { type: llm, name: a, prompt: p, tpye: x }",
+            "unknown field `tpye`",
+        ),
+    ];
+    for (yaml, needle) in cases {
+        let err = parse(yaml).expect_err(yaml);
+        assert!(
+            err.contains(needle),
+            "{yaml}\n  -> {err}\n  lacks {needle:?}"
+        );
+        assert!(err.starts_with("tree.yaml: "), "{err}");
+    }
+}
+
+#[test]
+fn keys_flow_forward_through_sequences_loops_and_parallel_joins() {
+    parse(
+        r#"
+agent:
+  type: sequential
+  name: root
+  agents:
+    - type: parallel
+      name: fan
+      agents:
+        - { type: llm, name: a, prompt: "x", output_key: ka }
+        - { type: llm, name: b, prompt: "y", output_key: kb }
+    - type: loop
+      name: l
+      agents:
+        - { type: llm, name: c, prompt: "{ka} {kb} {kc?}", output_key: kc, can_exit_loop: true }
+    - { type: llm, name: d, prompt: "{kc}" }
+"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn placeholders_are_found_resolved_and_escaped() {
+    let found = placeholders("a {x} b {y?} {{literal}} {not a key} {}");
+    assert_eq!(
+        found,
+        vec![
+            Placeholder {
+                name: "x".into(),
+                optional: false
+            },
+            Placeholder {
+                name: "y".into(),
+                optional: true
+            },
+        ]
+    );
+    let lookup = |k: &str| (k == "x").then(|| "X".to_string());
+    assert_eq!(
+        resolve("a {x} b {y?} {{literal}} {not a key} {}", &lookup),
+        "a X b  {literal} {not a key} {}"
+    );
+}

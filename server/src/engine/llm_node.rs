@@ -1,0 +1,319 @@
+//! One invocation of an `llm` node: call the model, run or gate the tool
+//! calls it asks for, repeat until it answers, stops for approval, exits
+//! its loop, or runs out of steps.
+//!
+//! Messages go to a [`Recorder`]: straight into the conversation (saved at
+//! each step) in sequential context, or into a buffer for a `parallel`
+//! branch. The node keeps its own copy to build the model history.
+
+use asg_shared::{ApprovalState, Message, PendingApproval, Role, ToolCall, ToolResult};
+use async_trait::async_trait;
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::tree::LlmNode;
+use super::{EngineError, Inner, approval, history, new_message};
+use crate::context::RequestContext;
+use crate::llm::{LlmError, LlmMessage, LlmRequest, LlmToolCall, ToolSpec};
+
+/// Name of the tool offered to `llm` nodes that may end their loop.
+pub const EXIT_LOOP_TOOL: &str = "exit_loop";
+
+/// What happens to a destructive call in this part of the tree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gate {
+    /// Stop for a human decision.
+    Approve,
+    /// Run without approval (`parallel`/`loop` with `allow_destructive`);
+    /// every such run is logged with the node names.
+    RunUnapproved { container: String },
+    /// Refuse (a `parallel` node without `allow_destructive`).
+    Refuse { container: String },
+}
+
+/// Where a node's messages go.
+#[async_trait]
+pub trait Recorder: Send {
+    /// Records a message.
+    fn push(&mut self, message: Message);
+    /// Makes what was recorded durable (no-op for buffers).
+    async fn checkpoint(&mut self) -> Result<(), EngineError>;
+}
+
+/// A recorder that only collects (parallel branches).
+#[derive(Default)]
+pub struct Buffer(pub Vec<Message>);
+
+#[async_trait]
+impl Recorder for Buffer {
+    fn push(&mut self, message: Message) {
+        self.0.push(message);
+    }
+    async fn checkpoint(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
+}
+
+/// How an invocation ended.
+pub enum NodeOutcome {
+    /// Final text.
+    Answered(String),
+    /// The model called `exit_loop`; carries its text, if any.
+    ExitLoop(String),
+    /// A destructive call waits for approval (not yet saved).
+    Paused(Box<PendingApproval>),
+    /// The model failed; the error is recorded.
+    Failed(LlmError),
+}
+
+/// One invocation's inputs.
+pub struct Invocation<'a> {
+    /// The node.
+    pub node: &'a LlmNode,
+    /// Resolved system prompt.
+    pub system: String,
+    /// History before this invocation (whole conversation for a simple
+    /// agent; the user message for a pipeline node).
+    pub base: Vec<LlmMessage>,
+    /// This invocation's messages so far (non-empty when resuming).
+    pub own: Vec<Message>,
+    /// Destructive-call policy.
+    pub gate: Gate,
+    /// Offer `exit_loop`.
+    pub exit_loop: bool,
+}
+
+enum Plan {
+    Run,
+    RunUnapproved,
+    Gate(Uuid),
+    Skip,
+    Refuse,
+    Unknown,
+    Exit,
+}
+
+/// Runs an invocation to its end.
+pub async fn run(
+    inner: &Inner,
+    ctx: &RequestContext,
+    conversation_id: Uuid,
+    mut inv: Invocation<'_>,
+    rec: &mut dyn Recorder,
+) -> Result<NodeOutcome, EngineError> {
+    let node = inv.node;
+    let mut tools: Vec<ToolSpec> = node.tools.to_vec();
+    if inv.exit_loop {
+        tools.push(exit_loop_spec());
+    }
+    let record = |own: &mut Vec<Message>, rec: &mut dyn Recorder, mut message: Message| {
+        message.node = Some(node.name.clone());
+        own.push(message.clone());
+        rec.push(message);
+    };
+    for _ in 0..inner.max_tool_steps {
+        let mut messages = inv.base.clone();
+        messages.extend(history::to_llm_messages(&inv.own));
+        let request = LlmRequest {
+            node: node.name.clone(),
+            system: inv.system.clone(),
+            messages,
+            tools: tools.clone(),
+        };
+        let response = match node.llm.generate(&request).await {
+            Ok(response) => response,
+            Err(error) => {
+                tracing::warn!(node = %node.name, %error, "model call failed");
+                let mut message = new_message(Role::Assistant, format!("Error: {error}"));
+                message.is_error = true;
+                record(&mut inv.own, rec, message);
+                rec.checkpoint().await?;
+                return Ok(NodeOutcome::Failed(error));
+            }
+        };
+        if response.tool_calls.is_empty() {
+            let text = response.text.unwrap_or_default();
+            record(
+                &mut inv.own,
+                rec,
+                new_message(Role::Assistant, text.clone()),
+            );
+            rec.checkpoint().await?;
+            return Ok(NodeOutcome::Answered(text));
+        }
+        let plans = plan(inner, &inv.gate, &response.tool_calls);
+        for (i, (call, plan)) in response.tool_calls.iter().zip(&plans).enumerate() {
+            let mut content = if i == 0 {
+                response.text.clone().unwrap_or_default()
+            } else {
+                String::new()
+            };
+            if let (Plan::RunUnapproved, Gate::RunUnapproved { container }) = (plan, &inv.gate) {
+                content = format!(
+                    "{content}\n[ran without approval: allow_destructive on {container:?}]"
+                )
+                .trim()
+                .to_string();
+            }
+            let mut message = new_message(Role::Assistant, content);
+            message.tool_call = Some(tool_call(call, plan));
+            record(&mut inv.own, rec, message);
+        }
+        let mut paused = None;
+        let mut exit = false;
+        for (call, plan) in response.tool_calls.into_iter().zip(plans) {
+            let (content, is_error) = match plan {
+                Plan::Run => call_tool(inner, ctx, &call.name, call.arguments.clone()).await,
+                Plan::RunUnapproved => {
+                    tracing::warn!(node = %node.name, gate = ?inv.gate, tool = %call.name, "destructive tool runs WITHOUT approval (allow_destructive)");
+                    call_tool(inner, ctx, &call.name, call.arguments.clone()).await
+                }
+                Plan::Unknown => (
+                    format!("Unknown tool {:?}: no such tool is available.", call.name),
+                    true,
+                ),
+                Plan::Skip => (
+                    "Not run: an earlier call of the same step is waiting for approval. \
+                     Ask again after the decision."
+                        .to_string(),
+                    true,
+                ),
+                Plan::Refuse => (
+                    format!(
+                        "Refused: {} is destructive and needs approval, which cannot be \
+                         given inside this parallel node (allow_destructive is false).",
+                        call.name
+                    ),
+                    true,
+                ),
+                Plan::Exit => {
+                    exit = true;
+                    ("Loop exit requested.".to_string(), false)
+                }
+                Plan::Gate(uuid) => {
+                    let description = inner
+                        .tools
+                        .tool(&call.name)
+                        .map(|info| {
+                            approval::describe(&call.name, &info.description, &call.arguments)
+                        })
+                        .unwrap_or_default();
+                    paused = Some(Box::new(PendingApproval {
+                        uuid,
+                        conversation_id,
+                        tool_name: call.name,
+                        tool_args: call.arguments,
+                        description,
+                        created_at: Utc::now(),
+                        call_id: call.id,
+                        node: Some(node.name.clone()),
+                        state: ApprovalState::Pending,
+                        remote_task_id: None,
+                        remote_agent_name: None,
+                    }));
+                    continue;
+                }
+            };
+            record(
+                &mut inv.own,
+                rec,
+                result_message(&call.id, &call.name, content, is_error),
+            );
+        }
+        if let Some(pending) = paused {
+            return Ok(NodeOutcome::Paused(pending));
+        }
+        rec.checkpoint().await?;
+        if exit {
+            return Ok(NodeOutcome::ExitLoop(response.text.unwrap_or_default()));
+        }
+    }
+    let text = format!(
+        "Stopped after {} tool steps without a final answer.",
+        inner.max_tool_steps
+    );
+    let mut message = new_message(Role::Assistant, text.clone());
+    message.is_error = true;
+    record(&mut inv.own, rec, message);
+    rec.checkpoint().await?;
+    Ok(NodeOutcome::Answered(text))
+}
+
+fn plan(inner: &Inner, gate: &Gate, calls: &[LlmToolCall]) -> Vec<Plan> {
+    let mut gated = false;
+    calls
+        .iter()
+        .map(|call| {
+            if gated {
+                return Plan::Skip;
+            }
+            if call.name == EXIT_LOOP_TOOL {
+                return Plan::Exit;
+            }
+            match inner.tools.tool(&call.name) {
+                None => Plan::Unknown,
+                Some(info) if info.destructive_hint => match gate {
+                    Gate::Approve => {
+                        gated = true;
+                        Plan::Gate(Uuid::new_v4())
+                    }
+                    Gate::RunUnapproved { .. } => Plan::RunUnapproved,
+                    Gate::Refuse { .. } => Plan::Refuse,
+                },
+                Some(_) => Plan::Run,
+            }
+        })
+        .collect()
+}
+
+fn tool_call(call: &LlmToolCall, plan: &Plan) -> ToolCall {
+    ToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        needs_approval: matches!(plan, Plan::Gate(_)),
+        approval_uuid: match plan {
+            Plan::Gate(uuid) => Some(*uuid),
+            _ => None,
+        },
+        provider_signature: call.signature.clone(),
+    }
+}
+
+/// A tool message answering `call_id`.
+pub fn result_message(call_id: &str, name: &str, content: String, is_error: bool) -> Message {
+    let mut message = new_message(Role::Tool, content);
+    message.tool_result = Some(ToolResult {
+        call_id: call_id.to_string(),
+        name: name.to_string(),
+        is_error,
+    });
+    message.is_error = is_error;
+    message
+}
+
+/// Runs a tool; failures become an error result the model can read.
+pub async fn call_tool(
+    inner: &Inner,
+    ctx: &RequestContext,
+    name: &str,
+    arguments: Map<String, Value>,
+) -> (String, bool) {
+    match inner.tools.call(name, arguments, ctx.bearer.as_ref()).await {
+        Ok(output) => (output.content, output.is_error),
+        Err(error) => {
+            tracing::warn!(tool = name, %error, "tool call failed");
+            (format!("Tool error: {error}"), true)
+        }
+    }
+}
+
+fn exit_loop_spec() -> ToolSpec {
+    ToolSpec {
+        name: EXIT_LOOP_TOOL.to_string(),
+        description: "Stop the enclosing loop now: call it when the loop's goal is reached."
+            .to_string(),
+        input_schema: json!({"type": "object", "properties": {}}),
+    }
+}

@@ -1,0 +1,342 @@
+//! Runs an agent tree (orchestrated mode): `sequential`, `parallel` and
+//! `loop` nodes around `llm` nodes, with session state, and resumption of
+//! a run that stopped for approval.
+//!
+//! Data flow: an `llm` node's final text goes to session state under its
+//! `output_key`; `{key}` placeholders in later prompts read it. Each
+//! pipeline node sees the user message and its own work, not the other
+//! nodes' messages: what it needs from them comes through its prompt.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use asg_shared::{Message, PendingApproval, Role};
+use futures::future::BoxFuture;
+use uuid::Uuid;
+
+use super::llm_node::{self, Buffer, Gate, Invocation, NodeOutcome, Recorder};
+use super::tree::Node;
+use super::{EngineError, Inner, new_message};
+use crate::config::tree::resolve;
+use crate::context::RequestContext;
+use crate::llm::{LlmError, LlmMessage};
+
+/// How a node ended.
+pub enum Flow {
+    /// Finished with this output.
+    Done(String),
+    /// An `exit_loop` call travels up to the nearest loop.
+    Exit(String),
+    /// Stopped for approval.
+    Paused(Pause),
+    /// A model call failed (recorded).
+    Failed(LlmError),
+}
+
+/// Where a run stopped for approval.
+pub struct Pause {
+    /// The approval.
+    pub pending: Box<PendingApproval>,
+    /// Child indices from the root to the paused `llm` node.
+    pub path: Vec<usize>,
+    /// That node's `output_key`.
+    pub output_key: Option<String>,
+    /// Index in the conversation where that node's invocation began.
+    pub messages_from: usize,
+}
+
+/// Resumption of a paused run: the path still to walk, and the paused
+/// node's messages so far.
+pub struct Resume {
+    /// Remaining child indices.
+    pub path: Vec<usize>,
+    /// The paused invocation's messages.
+    pub own: Vec<Message>,
+    /// Where they start in the conversation.
+    pub messages_from: usize,
+}
+
+/// Shared state of one run.
+#[derive(Clone)]
+pub struct Exec {
+    inner: Arc<Inner>,
+    ctx: RequestContext,
+    conversation_id: Uuid,
+    /// Session state: `output_key` values. Shared by parallel branches.
+    pub session: Arc<Mutex<BTreeMap<String, String>>>,
+    user_message: Arc<str>,
+    /// Current iteration of each loop on the current path.
+    pub loop_iterations: BTreeMap<String, usize>,
+}
+
+/// Anything that records messages and knows how many it holds.
+pub trait Transcript: Recorder {
+    /// Messages recorded so far (the conversation's length).
+    fn position(&self) -> usize;
+}
+
+impl Transcript for Buffer {
+    fn position(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl Exec {
+    /// A run over `session` for `user_message`.
+    pub fn new(
+        inner: Arc<Inner>,
+        ctx: RequestContext,
+        conversation_id: Uuid,
+        session: BTreeMap<String, String>,
+        user_message: &str,
+        loop_iterations: BTreeMap<String, usize>,
+    ) -> Exec {
+        let mut session = session;
+        session.insert("user_message".to_string(), user_message.to_string());
+        Exec {
+            inner,
+            ctx,
+            conversation_id,
+            session: Arc::new(Mutex::new(session)),
+            user_message: Arc::from(user_message),
+            loop_iterations,
+        }
+    }
+
+    /// A copy of the session state.
+    pub fn session_snapshot(&self) -> BTreeMap<String, String> {
+        self.session.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn set(&self, key: &Option<String>, value: &str) {
+        if let (Some(key), Ok(mut session)) = (key, self.session.lock()) {
+            session.insert(key.clone(), value.to_string());
+        }
+    }
+
+    fn lookup(&self, key: &str) -> Option<String> {
+        self.session.lock().ok().and_then(|s| s.get(key).cloned())
+    }
+
+    /// Runs `node` (at `path`), resuming when `resume` is given.
+    pub fn run_node<'a>(
+        &'a mut self,
+        node: &'a Node,
+        path: &'a mut Vec<usize>,
+        resume: Option<Resume>,
+        gate: Gate,
+        rec: &'a mut dyn Transcript,
+    ) -> BoxFuture<'a, Result<Flow, EngineError>> {
+        Box::pin(async move {
+            match node {
+                Node::Llm(llm) => {
+                    let system = resolve(&llm.prompt, &|k| self.lookup(k));
+                    let (own, messages_from) = match resume {
+                        Some(resume) => (resume.own, resume.messages_from),
+                        None => {
+                            let mut started = new_message(Role::System, system.clone());
+                            started.node = Some(llm.name.clone());
+                            rec.push(started);
+                            (Vec::new(), rec.position())
+                        }
+                    };
+                    let invocation = Invocation {
+                        node: llm,
+                        system,
+                        base: vec![LlmMessage::User {
+                            text: self.user_message.to_string(),
+                        }],
+                        own,
+                        gate,
+                        exit_loop: llm.can_exit_loop,
+                    };
+                    let outcome = llm_node::run(
+                        &self.inner,
+                        &self.ctx,
+                        self.conversation_id,
+                        invocation,
+                        rec,
+                    )
+                    .await?;
+                    Ok(match outcome {
+                        NodeOutcome::Answered(text) => {
+                            self.set(&llm.output_key, &text);
+                            Flow::Done(text)
+                        }
+                        NodeOutcome::ExitLoop(text) => {
+                            self.set(&llm.output_key, &text);
+                            Flow::Exit(text)
+                        }
+                        NodeOutcome::Paused(pending) => Flow::Paused(Pause {
+                            pending,
+                            path: path.clone(),
+                            output_key: llm.output_key.clone(),
+                            messages_from,
+                        }),
+                        NodeOutcome::Failed(error) => Flow::Failed(error),
+                    })
+                }
+                Node::Sequential(group) => {
+                    self.run_children(&group.children, path, resume, gate, rec)
+                        .await
+                }
+                Node::Loop(lp) => {
+                    let gate = if lp.allow_destructive {
+                        Gate::RunUnapproved {
+                            container: lp.name.clone(),
+                        }
+                    } else {
+                        gate
+                    };
+                    let mut iteration = match &resume {
+                        Some(_) => self.loop_iterations.get(&lp.name).copied().unwrap_or(0),
+                        None => 0,
+                    };
+                    let mut resume = resume;
+                    let mut last = String::new();
+                    while iteration < lp.max_iterations {
+                        self.loop_iterations.insert(lp.name.clone(), iteration);
+                        let flow = self
+                            .run_children(&lp.children, path, resume.take(), gate.clone(), rec)
+                            .await?;
+                        match flow {
+                            Flow::Done(text) => last = text,
+                            Flow::Exit(text) => {
+                                tracing::info!(node = %lp.name, iteration = iteration + 1, "loop ended by exit_loop");
+                                self.loop_iterations.remove(&lp.name);
+                                return Ok(Flow::Done(if text.is_empty() { last } else { text }));
+                            }
+                            other => return Ok(other),
+                        }
+                        iteration += 1;
+                    }
+                    tracing::info!(node = %lp.name, iterations = lp.max_iterations, "loop reached max_iterations");
+                    self.loop_iterations.remove(&lp.name);
+                    Ok(Flow::Done(last))
+                }
+                Node::Parallel(group) => {
+                    let gate = if group.allow_destructive {
+                        Gate::RunUnapproved {
+                            container: group.name.clone(),
+                        }
+                    } else {
+                        Gate::Refuse {
+                            container: group.name.clone(),
+                        }
+                    };
+                    self.run_parallel(group.children.len(), path, gate, rec)
+                        .await
+                }
+            }
+        })
+    }
+
+    /// Children in order, resuming inside the first when asked.
+    async fn run_children(
+        &mut self,
+        children: &[Node],
+        path: &mut Vec<usize>,
+        resume: Option<Resume>,
+        gate: Gate,
+        rec: &mut dyn Transcript,
+    ) -> Result<Flow, EngineError> {
+        let (start, mut resume) = match resume {
+            Some(mut resume) if !resume.path.is_empty() => {
+                let first = resume.path.remove(0);
+                (first, Some(resume))
+            }
+            _ => (0, None),
+        };
+        let mut last = String::new();
+        for (i, child) in children.iter().enumerate().skip(start) {
+            path.push(i);
+            let flow = self
+                .run_node(child, path, resume.take(), gate.clone(), rec)
+                .await;
+            path.pop();
+            match flow? {
+                Flow::Done(text) => last = text,
+                other => return Ok(other),
+            }
+        }
+        Ok(Flow::Done(last))
+    }
+
+    /// Branches as tokio tasks; their messages are recorded in
+    /// configuration order once all have finished.
+    async fn run_parallel(
+        &mut self,
+        count: usize,
+        path: &mut Vec<usize>,
+        gate: Gate,
+        rec: &mut dyn Transcript,
+    ) -> Result<Flow, EngineError> {
+        let mut tasks = Vec::with_capacity(count);
+        for i in 0..count {
+            let mut exec = self.clone();
+            let mut branch_path = path.clone();
+            branch_path.push(i);
+            let gate = gate.clone();
+            tasks.push(tokio::spawn(async move {
+                let inner = exec.inner.clone();
+                let mut buffer = Buffer::default();
+                let flow = match inner.tree.node_at(&branch_path) {
+                    Some(node) => {
+                        let mut node_path = branch_path.clone();
+                        exec.run_node(node, &mut node_path, None, gate, &mut buffer)
+                            .await
+                    }
+                    None => Err(EngineError::Store(format!("no node at {branch_path:?}"))),
+                };
+                (flow, buffer.0)
+            }));
+        }
+        let mut outputs = Vec::with_capacity(count);
+        let mut failure = None;
+        let mut exit = false;
+        for (i, task) in tasks.into_iter().enumerate() {
+            let (flow, messages) = task
+                .await
+                .map_err(|e| EngineError::Store(format!("a parallel branch panicked: {e}")))?;
+            for message in messages {
+                rec.push(message);
+            }
+            let name = self
+                .inner
+                .tree
+                .node_at(&[path.as_slice(), &[i]].concat())
+                .map(|n| n.name().to_string())
+                .unwrap_or_default();
+            match flow {
+                Ok(Flow::Done(text)) => outputs.push(format!("[{name}]\n{text}")),
+                Ok(Flow::Exit(text)) => {
+                    exit = true;
+                    outputs.push(format!("[{name}]\n{text}"));
+                }
+                Ok(Flow::Failed(error)) => {
+                    failure.get_or_insert(Ok(error));
+                }
+                Ok(Flow::Paused(_)) => {
+                    failure.get_or_insert(Err(EngineError::Store(
+                        "a parallel branch cannot stop for approval".into(),
+                    )));
+                }
+                Err(error) => {
+                    failure.get_or_insert(Err(error));
+                }
+            }
+        }
+        rec.checkpoint().await?;
+        match failure {
+            Some(Ok(error)) => return Ok(Flow::Failed(error)),
+            Some(Err(error)) => return Err(error),
+            None => {}
+        }
+        let combined = outputs.join("\n\n");
+        Ok(if exit {
+            Flow::Exit(combined)
+        } else {
+            Flow::Done(combined)
+        })
+    }
+}
