@@ -21,7 +21,9 @@
 //!
 //! Templates: `{name}` is a named capture of the `user` or `result` regex,
 //! `{user}` the last user text, `{result}` the tool output, `{tool}` the
-//! tool name, `{node}` the calling node; an argument that is exactly
+//! tool name, `{node}` the calling node. `check: "{count} >= {target}"`
+//! compares two filled templates (numerically when both are numbers). An
+//! argument that is exactly
 //! `"{x:int}"` (or `:float`, `:bool`, `:json`) becomes a typed JSON value.
 
 use std::collections::HashMap;
@@ -71,6 +73,7 @@ struct WhenSpec {
     after_tool: Option<String>,
     result: Option<String>,
     tool_error: Option<bool>,
+    check: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -89,7 +92,51 @@ struct Rule {
     after_tool: Option<String>,
     result: Option<Regex>,
     tool_error: Option<bool>,
+    check: Option<Check>,
     action: Action,
+}
+
+/// `"{a} >= {b}"`: a comparison of two templates, numeric when both sides
+/// are numbers.
+#[derive(Debug)]
+struct Check {
+    left: String,
+    op: String,
+    right: String,
+}
+
+impl Check {
+    fn parse(text: &str) -> Option<Check> {
+        for op in [">=", "<=", "==", "!=", ">", "<"] {
+            if let Some((left, right)) = text.split_once(op) {
+                return Some(Check {
+                    left: left.trim().to_string(),
+                    op: op.to_string(),
+                    right: right.trim().to_string(),
+                });
+            }
+        }
+        None
+    }
+
+    fn holds(&self, vars: &HashMap<String, String>) -> bool {
+        let (left, right) = (fill(&self.left, vars), fill(&self.right, vars));
+        let ordering = match (left.parse::<f64>(), right.parse::<f64>()) {
+            (Ok(l), Ok(r)) => l.partial_cmp(&r),
+            _ => Some(left.cmp(&right)),
+        };
+        let Some(ordering) = ordering else {
+            return false;
+        };
+        match self.op.as_str() {
+            ">=" => ordering.is_ge(),
+            "<=" => ordering.is_le(),
+            ">" => ordering.is_gt(),
+            "<" => ordering.is_lt(),
+            "==" => ordering.is_eq(),
+            _ => ordering.is_ne(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -148,6 +195,12 @@ impl ScriptedModel {
                 after_tool: spec.when.after_tool,
                 result: regex("result", spec.when.result)?,
                 tool_error: spec.when.tool_error,
+                check: match spec.when.check {
+                    Some(text) => Some(Check::parse(&text).ok_or_else(|| {
+                        format!("{source}: rules[{i}].when.check: expected \"A op B\" with op one of >= <= == != > <, got {text:?}")
+                    })?),
+                    None => None,
+                },
                 action,
             });
         }
@@ -267,6 +320,11 @@ impl Rule {
                 vars.insert("result".to_string(), content.to_string());
                 vars.insert("tool".to_string(), name.to_string());
             }
+        }
+        if let Some(check) = &self.check
+            && !check.holds(&vars)
+        {
+            return None;
         }
         Some(vars)
     }

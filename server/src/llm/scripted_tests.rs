@@ -116,3 +116,32 @@ fn invalid_rules_are_rejected_with_their_position() {
     let err = ScriptedModel::parse("rules:\n  - bogus: 1\n", "f.yaml").unwrap_err();
     assert!(err.contains("bogus"), "{err}");
 }
+
+#[test]
+fn check_compares_captures_numerically() {
+    let rules = r#"
+rules:
+  - when: { user: "at least (?P<n>\\d+)", after_tool: resources_list, result: "count.: (?P<count>\\d+)", check: "{count} >= {n}" }
+    call: { tool: exit_loop }
+  - when: { after_tool: resources_list, result: "count.: (?P<count>\\d+)" }
+    call: { tool: resources_add, args: { name: "auto-{count}", value: "{count:int}" } }
+"#;
+    let model = ScriptedModel::parse(rules, "t").unwrap();
+    let history = |count: u32| {
+        vec![
+            user("ensure at least 10"),
+            LlmMessage::Tool {
+                call_id: "c".into(),
+                name: "resources_list".into(),
+                content: format!("count\": {count}"),
+                is_error: false,
+            },
+        ]
+    };
+    let below = model.answer(&request(history(9))).unwrap();
+    assert_eq!(below.tool_calls[0].name, "resources_add");
+    assert_eq!(json!(below.tool_calls[0].arguments), json!({"name": "auto-9", "value": 9}));
+    let reached = model.answer(&request(history(10))).unwrap();
+    assert_eq!(reached.tool_calls[0].name, "exit_loop");
+    assert!(ScriptedModel::parse("rules:\n  - when: { check: \"a ~ b\" }\n    reply: x\n", "t").is_err());
+}
