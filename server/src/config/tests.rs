@@ -69,3 +69,19 @@ fn errors_name_the_file_the_field_and_the_problem() {
     let err = parse("name: [\n").unwrap_err();
     assert!(err.starts_with("agent.yaml: "), "{err}");
 }
+
+#[test]
+fn every_shipped_and_test_config_is_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut checked = 0;
+    for dir in ["config", "config/examples", "testdata"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "yaml") && !path.ends_with("web.yaml") {
+                AgentConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 12, "only {checked} configs found");
+}
