@@ -422,7 +422,11 @@ pub fn mcp_children_for(data_dir: &Path) -> Vec<u32> {
     };
     let mut pids = Vec::new();
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let dir = entry.path();

@@ -27,17 +27,28 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             "request body is empty; a JSON object is expected",
         ));
     }
-    serde_json::from_slice(body).map_err(|error| {
+    let invalid = |message: String| {
+        ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            message,
+        )
+    };
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|error| {
         use serde_json::error::Category;
         match error.classify() {
-            Category::Data => ApiError::new(
-                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_request",
-                format!("invalid request body: {error}"),
-            ),
+            Category::Data => invalid(format!("invalid request body: {error}")),
             _ => ApiError::bad_request(format!("malformed JSON: {error}")),
         }
-    })
+    })?;
+    // serde would also read a struct from an array (`[true]` as
+    // `{"approved": true}`); only an object names its fields.
+    if !value.is_object() {
+        return Err(invalid(
+            "invalid request body: a JSON object is expected".to_string(),
+        ));
+    }
+    serde_json::from_value(value).map_err(|error| invalid(format!("invalid request body: {error}")))
 }
 
 /// Parses an id taken from the URL; nothing else ever reaches a path.

@@ -140,8 +140,17 @@ rules:
     };
     let below = model.answer(&request(history(9))).unwrap();
     assert_eq!(below.tool_calls[0].name, "resources_add");
-    assert_eq!(json!(below.tool_calls[0].arguments), json!({"name": "auto-9", "value": 9}));
+    assert_eq!(
+        json!(below.tool_calls[0].arguments),
+        json!({"name": "auto-9", "value": 9})
+    );
     let reached = model.answer(&request(history(10))).unwrap();
     assert_eq!(reached.tool_calls[0].name, "exit_loop");
-    assert!(ScriptedModel::parse("rules:\n  - when: { check: \"a ~ b\" }\n    reply: x\n", "t").is_err());
+    assert!(
+        ScriptedModel::parse(
+            "rules:\n  - when: { check: \"a ~ b\" }\n    reply: x\n",
+            "t"
+        )
+        .is_err()
+    );
 }

@@ -1,0 +1,163 @@
+//! Restarts: TS-005 (a pending approval survives a restart), no orphaned
+//! tool servers after SIGTERM, and an approval interrupted between
+//! "approved" and "result recorded" is reported, never run again.
+
+use std::time::{Duration, Instant};
+
+use asg_tests::{
+    Agent, AgentOptions, approval_uuid, assert_error, conversation_id, mcp_children_for, testdata,
+    tool_messages,
+};
+use serde_json::json;
+
+fn on(dir: &std::path::Path) -> AgentOptions {
+    AgentOptions {
+        data_dir: Some(dir.to_path_buf()),
+        ..AgentOptions::default()
+    }
+}
+
+/// Waits (briefly) until no `mcp-resources` started for `dir` runs.
+fn wait_no_children(dir: &std::path::Path) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let left = mcp_children_for(dir);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn ts005_pending_approval_survives_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = testdata("agent-resources.yaml");
+    let mut first = Agent::start(&config, on(tmp.path())).await;
+    let (status, answer) = first
+        .say_new("create a server restart-1 with value 99")
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let uuid = approval_uuid(&answer);
+    let id = conversation_id(&answer);
+    let args = answer["result"]["approval"]["tool_args"].clone();
+    assert_eq!(args, json!({"name": "restart-1", "value": 99}));
+    let (_, before) = first.get("/approvals").await;
+
+    let children = mcp_children_for(tmp.path());
+    assert!(
+        !children.is_empty(),
+        "the agent runs an mcp-resources child for its data dir"
+    );
+    let exit = first.stop().expect("the agent was running");
+    assert!(
+        exit.success(),
+        "graceful stop exits 0: {exit:?}\n{}",
+        first.log()
+    );
+    let left = wait_no_children(tmp.path());
+    assert!(
+        left.is_empty(),
+        "orphaned mcp-resources after SIGTERM: {left:?}"
+    );
+    drop(first);
+
+    let second = Agent::start(&config, on(tmp.path())).await;
+    let (status, after) = second.get("/approvals").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        after, before,
+        "the same pending approvals after the restart"
+    );
+    let listed = &after["approvals"][0];
+    assert_eq!(listed["uuid"], uuid.as_str());
+    assert_eq!(listed["tool_args"], args);
+    assert_eq!(second.conversation(&id).await["status"], "waiting_approval");
+
+    let (status, approved) = second.decide(&uuid, json!({"approved": true})).await;
+    assert_eq!(status, 200, "{approved}");
+    let result = tool_messages(&approved["conversation"]).pop().unwrap();
+    assert_eq!(result["tool_result"]["is_error"], false, "{result}");
+    let resources = second.list_resources().await;
+    assert_eq!(resources.len(), 1, "{resources:?}");
+    assert_eq!(resources[0]["name"], "restart-1");
+    assert_eq!(resources[0]["value"], 99);
+}
+
+#[tokio::test]
+async fn an_interrupted_approval_is_reported_not_run_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conversations = tmp.path().join("conversations");
+    std::fs::create_dir_all(&conversations).unwrap();
+    let id = uuid::Uuid::new_v4();
+    let approval = uuid::Uuid::new_v4();
+    let at = "2026-01-02T03:04:05Z";
+    let args = json!({"name": "crashed-1", "value": 5});
+    let conversation = json!({
+        "id": id,
+        "session_id": "0badc0de",
+        "status": "waiting_approval",
+        "messages": [
+            {"id": uuid::Uuid::new_v4(), "role": "system",
+             "content": "You are a resource manager.", "created_at": at},
+            {"id": uuid::Uuid::new_v4(), "role": "user",
+             "content": "add resource crashed-1 with value 5", "created_at": at},
+            {"id": uuid::Uuid::new_v4(), "role": "assistant", "content": "",
+             "tool_call": {"id": "call_1", "name": "resources_add", "arguments": args,
+                           "needs_approval": true, "approval_uuid": approval},
+             "created_at": at},
+        ],
+        "pending_approval": {
+            "uuid": approval,
+            "conversation_id": id,
+            "tool_name": "resources_add",
+            "tool_args": args,
+            "description": "resources_add with arguments {\"name\":\"crashed-1\",\"value\":5}",
+            "created_at": at,
+            "call_id": "call_1",
+            "state": "executing",
+        },
+        "created_at": at,
+        "updated_at": at,
+    });
+    std::fs::write(
+        conversations.join(format!("{id}.json")),
+        serde_json::to_vec_pretty(&conversation).unwrap(),
+    )
+    .unwrap();
+
+    let agent = Agent::start(&testdata("agent-resources.yaml"), on(tmp.path())).await;
+    let stored = agent.conversation(&id.to_string()).await;
+    assert_eq!(stored["status"], "active", "{stored}");
+    assert!(stored["pending_approval"].is_null(), "{stored}");
+    let last = stored["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "tool", "{stored}");
+    assert_eq!(last["tool_result"]["call_id"], "call_1");
+    assert_eq!(last["tool_result"]["is_error"], true);
+    let text = last["content"].as_str().unwrap();
+    assert!(
+        text.contains("Interrupted") && text.contains("NOT run again"),
+        "{text}"
+    );
+    let (_, approvals) = agent.get("/approvals").await;
+    assert_eq!(approvals["approvals"], json!([]));
+    let got = agent
+        .decide(&approval.to_string(), json!({"approved": true}))
+        .await;
+    assert_error(&got, 409);
+    assert!(agent.resource_names().await.is_empty(), "not run again");
+    // The recovery is saved: the file no longer holds an executing approval.
+    let on_disk: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(conversations.join(format!("{id}.json"))).unwrap())
+            .unwrap();
+    assert_eq!(on_disk["status"], "active");
+    assert!(on_disk["pending_approval"].is_null());
+    // The conversation takes messages again.
+    let (status, next) = agent.say(&id.to_string(), "list").await;
+    assert_eq!(status, 200, "{next}");
+}
