@@ -1,0 +1,198 @@
+//! Engine overhead of a 3-node sequential pipeline, in process.
+//!
+//! 100 concurrent conversations send messages through analyzer -> executor
+//! -> reporter on the offline model. Time spent inside the model is
+//! measured separately and subtracted, so the figure is the engine's own
+//! work per node (prompt resolution, history, recording, session state).
+//! Run with `cargo bench -p asg-server --bench engine`; pass `--store
+//! json` to include the durable writes (excluded by default, as the
+//! target says).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use agent_server::context::RequestContext;
+use agent_server::engine::{AgentTree, Engine, EngineParts, GroupNode, LlmNode, Node};
+use agent_server::llm::scripted::ScriptedModel;
+use agent_server::llm::{LlmClient, LlmError, LlmRequest, LlmResponse};
+use agent_server::mcp::ToolRegistry;
+use agent_server::store::{JsonFileStore, Store, StoreError};
+use asg_shared::Conversation;
+use async_trait::async_trait;
+
+const RULES: &str = r#"
+rules:
+  - when: { node: analyzer }
+    reply: "PLAN for {user}"
+  - when: { node: executor, system: "Plan: (?P<plan>.*)" }
+    reply: "DONE {plan}"
+  - when: { node: reporter, system: "Execution: (?P<execution>.*)" }
+    reply: "REPORT {execution}"
+"#;
+
+/// Wraps a model and adds up the time spent in it.
+struct Timed {
+    model: ScriptedModel,
+    nanos: AtomicU64,
+}
+
+#[async_trait]
+impl LlmClient for Timed {
+    fn describe(&self) -> String {
+        self.model.describe()
+    }
+    async fn generate(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let started = Instant::now();
+        let result = self.model.generate(request).await;
+        self.nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        result
+    }
+}
+
+/// Keeps nothing: measures the engine without the durable write.
+struct NullStore;
+
+impl Store for NullStore {
+    fn load_all(&self) -> Result<Vec<Conversation>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn save(&self, _: &Conversation) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+fn llm_node(name: &str, prompt: &str, model: &Arc<Timed>, key: &str) -> Node {
+    Node::Llm(LlmNode {
+        name: name.into(),
+        prompt: prompt.into(),
+        llm: model.clone(),
+        tools: Arc::from(Vec::new()),
+        output_key: Some(key.into()),
+        can_exit_loop: false,
+    })
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+#[tokio::main]
+async fn main() {
+    let json_store = std::env::args().any(|a| a == "json");
+    let clients = 100;
+    let turns_per_client = 50;
+    let model = Arc::new(Timed {
+        model: ScriptedModel::parse(RULES, "bench").expect("rules"),
+        nanos: AtomicU64::new(0),
+    });
+    let tree = AgentTree {
+        system_prompt: "bench".into(),
+        root: Node::Sequential(GroupNode {
+            name: "pipeline".into(),
+            allow_destructive: false,
+            children: vec![
+                llm_node("analyzer", "Analyze: {user_message}", &model, "analysis"),
+                llm_node("executor", "Plan: {analysis}", &model, "execution"),
+                llm_node("reporter", "Execution: {execution}", &model, "report"),
+            ],
+        }),
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> = if json_store {
+        Arc::new(JsonFileStore::open(dir.path()).expect("store"))
+    } else {
+        Arc::new(NullStore)
+    };
+    let engine = Engine::start(EngineParts {
+        tree,
+        tools: Arc::new(ToolRegistry::empty()),
+        store,
+        max_tool_steps: 10,
+    })
+    .await
+    .expect("engine");
+
+    let run = |turns: usize| {
+        let engine = engine.clone();
+        let model = model.clone();
+        async move {
+            model.nanos.store(0, Ordering::Relaxed);
+            let started = Instant::now();
+            let mut tasks = Vec::new();
+            for _ in 0..clients {
+                let engine = engine.clone();
+                tasks.push(tokio::spawn(async move {
+                    let ctx = RequestContext::default();
+                    let id = engine
+                        .create(&ctx, None)
+                        .await
+                        .expect("create")
+                        .conversation
+                        .id;
+                    let mut latencies = Vec::with_capacity(turns);
+                    for i in 0..turns {
+                        let t = Instant::now();
+                        let outcome = engine
+                            .send(id, &ctx, format!("message {i}"))
+                            .await
+                            .expect("send");
+                        latencies.push(t.elapsed());
+                        assert!(outcome.result.response.starts_with("REPORT DONE PLAN"));
+                    }
+                    latencies
+                }));
+            }
+            let mut all = Vec::new();
+            for task in tasks {
+                all.extend(task.await.expect("task"));
+            }
+            (
+                all,
+                started.elapsed(),
+                Duration::from_nanos(model.nanos.load(Ordering::Relaxed)),
+            )
+        }
+    };
+    run(5).await; // warm-up
+    let (mut latencies, wall, model_time) = run(turns_per_client).await;
+    latencies.sort();
+    let turns = latencies.len() as f64;
+    let nodes = 3.0;
+    let model_per_node = model_time.as_secs_f64() / (turns * nodes);
+    let per_node = |d: Duration| d.as_secs_f64() / nodes * 1e6;
+    println!(
+        "3-node sequential pipeline, {clients} concurrent conversations, {} turns, store: {}",
+        latencies.len(),
+        if json_store {
+            "JSON files (fsync)"
+        } else {
+            "none (durable write excluded)"
+        }
+    );
+    println!(
+        "  throughput          {:>10.0} turns/s",
+        turns / wall.as_secs_f64()
+    );
+    println!(
+        "  turn latency  p50   {:>10.1} us   p99 {:>10.1} us",
+        percentile(&latencies, 0.5).as_secs_f64() * 1e6,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e6
+    );
+    println!(
+        "  per node      p50   {:>10.1} us   p99 {:>10.1} us   (turn latency / 3, queueing included)",
+        per_node(percentile(&latencies, 0.5)),
+        per_node(percentile(&latencies, 0.99))
+    );
+    println!(
+        "  model time per node (mean) {:>6.1} us",
+        model_per_node * 1e6
+    );
+    let cpu_per_node = wall.as_secs_f64() / (turns * nodes) * 1e6 - model_per_node * 1e6;
+    println!(
+        "  engine work per node (wall / node-runs - model) {:>6.1} us",
+        cpu_per_node
+    );
+}
