@@ -14,7 +14,7 @@ pub mod system;
 use std::sync::Arc;
 
 use asg_shared::Conversation;
-use asg_shared::rest::{ConversationResponse, TurnResult};
+use asg_shared::rest::TurnResult;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -77,8 +77,16 @@ pub(crate) fn conversation_response(
         id: conversation.id,
         session_id: conversation.session_id.clone(),
     };
-    let body = ConversationResponse {
-        conversation: (*conversation).clone(),
+    // Same shape as `ConversationResponse`, serialized from the shared
+    // snapshot without copying the conversation.
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        conversation: &'a Conversation,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<TurnResult>,
+    }
+    let body = Body {
+        conversation: &conversation,
         result,
     };
     let mut response = (status, Json(body)).into_response();
