@@ -1,11 +1,13 @@
 //! Types shared by the agent server and the web chat.
 //!
 //! Everything here is plain data with serde derives: the conversation model
-//! that the server persists ([`conversation`]) and the REST request and
-//! response bodies ([`rest`]). The crate depends on no runtime, HTTP stack or
+//! that the server persists ([`conversation`]), the REST request and
+//! response bodies ([`rest`]) and the live conversation events
+//! ([`events`]). The crate depends on no runtime, HTTP stack or
 //! I/O, so it compiles for `wasm32-unknown-unknown`.
 
 pub mod conversation;
+pub mod events;
 pub mod rest;
 
 pub use conversation::{

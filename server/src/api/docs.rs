@@ -7,7 +7,7 @@ use axum::Json;
 use axum::response::Html;
 use utoipa::OpenApi;
 
-use super::{approvals, conversations, system};
+use super::{approvals, conversations, events, system};
 
 /// The OpenAPI description of the REST API.
 #[derive(OpenApi)]
@@ -23,6 +23,7 @@ use super::{approvals, conversations, system};
         conversations::conversations_index,
         conversations::conversations_show,
         conversations::conversations_send,
+        events::conversations_events,
         approvals::approvals_resolve,
         approvals::approvals_index,
     ),

@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod conversations;
 pub mod docs;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod logging;
 pub mod system;
@@ -51,6 +52,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/conversations/{id}",
             get(conversations::conversations_show),
+        )
+        .route(
+            "/conversations/{id}/events",
+            get(events::conversations_events),
         )
         .route(
             "/conversations/{id}/messages",

@@ -293,6 +293,7 @@ async fn docs_and_openapi_cover_every_route() {
         ("/conversations/{id}/messages", "post"),
         ("/approvals", "get"),
         ("/approvals/{uuid}", "post"),
+        ("/conversations/{id}/events", "get"),
     ] {
         assert!(
             spec["paths"][path][method].is_object(),
@@ -334,4 +335,70 @@ async fn session_id_is_reused_or_generated_and_echoed() {
     let sid = value["conversation"]["session_id"].as_str().unwrap();
     assert_eq!(sid.len(), 8);
     assert!(sid.bytes().all(|b| b.is_ascii_hexdigit()));
+}
+
+#[tokio::test]
+async fn events_stream_starts_with_a_snapshot_then_follows_the_turn() {
+    use futures::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (_, created) = call(&app, "POST", "/conversations", "").await;
+    let id = created["conversation"]["id"].as_str().unwrap().to_string();
+    let response = app
+        .clone()
+        .oneshot(
+            Request::get(format!("/conversations/{id}/events"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body().into_data_stream();
+    let sender = {
+        let app = app.clone();
+        let uri = format!("/conversations/{id}/messages");
+        tokio::spawn(async move { call(&app, "POST", &uri, r#"{"message": "hi"}"#).await })
+    };
+    let mut types = Vec::new();
+    let mut text = String::new();
+    while !types.contains(&"turn_finished".to_string()) {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), body.next())
+            .await
+            .expect("no event within 5 s")
+            .unwrap()
+            .unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find("\n\n") {
+            let frame: String = text.drain(..end + 2).collect();
+            if let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let event: Value = serde_json::from_str(data).unwrap();
+                types.push(event["type"].as_str().unwrap().to_string());
+                if event["type"] == "turn_finished" {
+                    assert_eq!(event["response"], "echo: hi");
+                }
+            }
+        }
+    }
+    assert_eq!(
+        types,
+        [
+            "snapshot",
+            "turn_started",
+            "message",
+            "message",
+            "turn_finished"
+        ]
+    );
+    assert_eq!(sender.await.unwrap().0, StatusCode::OK);
+    let (status, _) = call(
+        &app,
+        "GET",
+        &format!("/conversations/{}/events", uuid::Uuid::new_v4()),
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

@@ -10,13 +10,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use asg_shared::Conversation;
-use tokio::sync::{Mutex, MutexGuard};
+use asg_shared::events::ConversationEvent;
+use tokio::sync::{Mutex, MutexGuard, broadcast};
 use uuid::Uuid;
 
-/// One conversation's lock and published snapshot.
+/// Events buffered per conversation for slow subscribers.
+const EVENT_CAPACITY: usize = 256;
+
+/// One conversation's lock, published snapshot and event channel.
 pub(crate) struct Slot {
     turn: Mutex<()>,
     snapshot: RwLock<Arc<Conversation>>,
+    events: broadcast::Sender<ConversationEvent>,
 }
 
 impl Slot {
@@ -24,7 +29,18 @@ impl Slot {
         Slot {
             turn: Mutex::new(()),
             snapshot: RwLock::new(Arc::new(conversation)),
+            events: broadcast::channel(EVENT_CAPACITY).0,
         }
+    }
+
+    /// Live events from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<ConversationEvent> {
+        self.events.subscribe()
+    }
+
+    /// Sends an event to the current subscribers (none is fine).
+    pub(crate) fn emit(&self, event: ConversationEvent) {
+        let _ = self.events.send(event);
     }
 
     /// Takes the conversation's change lock.
@@ -40,11 +56,39 @@ impl Slot {
         }
     }
 
-    /// Publishes a saved version.
+    /// Publishes a saved version and emits what changed since the last
+    /// one: new messages, approval requested/resolved, status.
     pub(crate) fn publish(&self, conversation: Arc<Conversation>) {
-        match self.snapshot.write() {
-            Ok(mut guard) => *guard = conversation,
-            Err(poisoned) => *poisoned.into_inner() = conversation,
+        let previous = {
+            let mut guard = self.snapshot.write().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(&mut *guard, conversation.clone())
+        };
+        if self.events.receiver_count() == 0 {
+            return;
+        }
+        for message in conversation.messages.iter().skip(previous.messages.len()) {
+            self.emit(ConversationEvent::Message {
+                message: message.clone(),
+            });
+        }
+        let old = previous.pending_approval.as_ref().map(|p| p.uuid);
+        let new = conversation.pending_approval.as_ref();
+        if let Some(uuid) = old
+            && new.is_none_or(|p| p.uuid != uuid)
+        {
+            self.emit(ConversationEvent::ApprovalResolved { uuid });
+        }
+        if let Some(pending) = new
+            && old != Some(pending.uuid)
+        {
+            self.emit(ConversationEvent::ApprovalRequested {
+                approval: pending.clone(),
+            });
+        }
+        if previous.status != conversation.status {
+            self.emit(ConversationEvent::Status {
+                status: conversation.status,
+            });
         }
     }
 }

@@ -24,9 +24,11 @@ mod turn;
 
 use std::sync::Arc;
 
+use asg_shared::events::ConversationEvent;
 use asg_shared::rest::{ConversationList, ConversationSummary, StatusSummary, TurnResult};
 use asg_shared::{Conversation, ConversationStatus, Message, PendingApproval, Role};
 use chrono::Utc;
+use tokio::sync::broadcast;
 use uuid::Uuid;
 
 use crate::context::RequestContext;
@@ -37,7 +39,7 @@ use crate::store::Store;
 pub use llm_node::EXIT_LOOP_TOOL;
 pub use tree::{AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
-use index::ConversationIndex;
+use index::{ConversationIndex, Slot};
 use turn::Turn;
 
 /// What a turn produced, as the API reports it.
@@ -181,8 +183,11 @@ impl Engine {
         let _guard = slot.lock().await;
         let mut turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
         turn.save().await?;
+        if message.is_some() {
+            slot.emit(ConversationEvent::TurnStarted);
+        }
         match message {
-            Some(text) => turn.run_user_message(text).await,
+            Some(text) => finish(&slot, turn.run_user_message(text).await),
             None => Ok(turn.outcome(String::new())),
         }
     }
@@ -211,8 +216,9 @@ impl Engine {
             ConversationStatus::Completed => return Err(EngineError::Completed(id)),
             ConversationStatus::Active => {}
         }
+        slot.emit(ConversationEvent::TurnStarted);
         let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
-        turn.run_user_message(text).await
+        finish(&slot, turn.run_user_message(text).await)
     }
 
     /// Approves or rejects a pending approval. Exactly once: a second
@@ -243,8 +249,14 @@ impl Engine {
                 conversation: slot.snapshot(),
             });
         };
+        slot.emit(ConversationEvent::TurnStarted);
         let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
-        turn.run_decision(pending, approve, reason).await
+        finish(&slot, turn.run_decision(pending, approve, reason).await)
+    }
+
+    /// Live events of a conversation, from now on.
+    pub fn subscribe(&self, id: Uuid) -> Option<broadcast::Receiver<ConversationEvent>> {
+        self.inner.index.get(id).map(|slot| slot.subscribe())
     }
 
     /// The current state of a conversation.
@@ -289,6 +301,24 @@ impl Engine {
         approvals.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.uuid.cmp(&b.uuid)));
         approvals
     }
+}
+
+/// Tells subscribers how a turn ended.
+fn finish(
+    slot: &Slot,
+    result: Result<TurnOutcome, EngineError>,
+) -> Result<TurnOutcome, EngineError> {
+    slot.emit(match &result {
+        Ok(outcome) => ConversationEvent::TurnFinished {
+            response: Some(outcome.result.response.clone()),
+            error: None,
+        },
+        Err(error) => ConversationEvent::TurnFinished {
+            response: None,
+            error: Some(error.to_string()),
+        },
+    });
+    result
 }
 
 fn check_message(text: &str) -> Result<(), EngineError> {

@@ -1,0 +1,62 @@
+//! `GET /conversations/{id}/events`: live conversation events as
+//! server-sent events. The stream starts with a `snapshot` of the whole
+//! conversation, then sends each change as it is saved; a client that fell
+//! too far behind gets a fresh `snapshot` instead of the missed events.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use asg_shared::events::ConversationEvent;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use futures::stream::{self, StreamExt};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::parse_uuid;
+use crate::engine::Engine;
+
+/// Streams a conversation's events.
+#[utoipa::path(get, path = "/conversations/{id}/events", tag = "conversations",
+    params(("id" = String, Path, description = "Conversation UUID")),
+    responses(
+        (status = 200, description = "`text/event-stream`; each `data:` line is one JSON event (`type`: snapshot, turn_started, message, approval_requested, approval_resolved, status, turn_finished)", body = ConversationEvent),
+        (status = 400, description = "The id is not a UUID", body = asg_shared::rest::ErrorBody),
+        (status = 404, description = "Unknown conversation", body = asg_shared::rest::ErrorBody),
+    ))]
+pub async fn conversations_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let id = parse_uuid("conversation id", &id)?;
+    let not_found = || ApiError::not_found(format!("conversation {id} not found"));
+    // Subscribe before reading the snapshot so no change falls in between.
+    let receiver = state.engine.subscribe(id).ok_or_else(not_found)?;
+    let first = snapshot(&state.engine, id).ok_or_else(not_found)?;
+    let engine = state.engine.clone();
+    let live = stream::unfold(
+        (receiver, engine),
+        move |(mut receiver, engine)| async move {
+            let event = match receiver.recv().await {
+                Ok(event) => event,
+                Err(RecvError::Lagged(_)) => snapshot(&engine, id)?,
+                Err(RecvError::Closed) => return None,
+            };
+            Some((event, (receiver, engine)))
+        },
+    );
+    let events = stream::once(async move { first })
+        .chain(live)
+        .map(|event| Ok(Event::default().json_data(&event).unwrap_or_default()));
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+fn snapshot(engine: &Engine, id: uuid::Uuid) -> Option<ConversationEvent> {
+    engine
+        .get(id)
+        .map(|conversation| ConversationEvent::Snapshot {
+            conversation: Box::new((*conversation).clone()),
+        })
+}

@@ -1,0 +1,55 @@
+//! Live events of one conversation, as the server streams them
+//! (`GET /conversations/{id}/events`, server-sent events, one JSON object
+//! per `data:` line). They are derived from saved states, so a client that
+//! applies them sees what `GET /conversations/{id}` would show.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::conversation::{Conversation, ConversationStatus, Message, PendingApproval};
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ConversationEvent {
+    /// The whole conversation: first event of every stream, and again
+    /// when a slow client missed events.
+    Snapshot {
+        /// Current state.
+        conversation: Box<Conversation>,
+    },
+    /// The agent started working on a message or a decision.
+    TurnStarted,
+    /// A message was recorded (user text, answer, tool call, tool result,
+    /// error). An assistant message with a `tool_call` means the call
+    /// started; the tool message with the same call id means it finished.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// A destructive call stopped for a human decision.
+    ApprovalRequested {
+        /// The pending approval.
+        approval: PendingApproval,
+    },
+    /// A pending approval was decided (or found interrupted).
+    ApprovalResolved {
+        /// Its uuid.
+        uuid: Uuid,
+    },
+    /// The conversation's status changed.
+    Status {
+        /// The new status.
+        status: ConversationStatus,
+    },
+    /// The agent finished the turn.
+    TurnFinished {
+        /// The answer (or the approval request text).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response: Option<String>,
+        /// Why the turn failed, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
