@@ -37,6 +37,10 @@ impl fmt::Display for BearerToken {
     }
 }
 
+/// Header carrying how many agents a request has already passed through,
+/// so delegation cycles (A -> B -> A ...) stop at a limit.
+pub const DELEGATION_DEPTH_HEADER: &str = "x-a2a-delegation-depth";
+
 /// What the engine needs to know about the request that started a turn.
 #[derive(Debug, Clone, Default)]
 pub struct RequestContext {
@@ -45,6 +49,8 @@ pub struct RequestContext {
     /// Caller's bearer token, forwarded to MCP-over-HTTP servers and
     /// sub-agents.
     pub bearer: Option<BearerToken>,
+    /// Delegation depth of the incoming request (0 from a human).
+    pub depth: u32,
 }
 
 /// Generates an 8-hex-char session id from the OS CSPRNG.

@@ -20,6 +20,9 @@ pub enum ConversationStatus {
     WaitingApproval,
     /// Closed; no further messages are accepted.
     Completed,
+    /// Closed by a cancellation while waiting for approval (the pending
+    /// call was not run); no further messages are accepted.
+    Canceled,
 }
 
 impl ConversationStatus {
@@ -29,6 +32,7 @@ impl ConversationStatus {
             ConversationStatus::Active => "active",
             ConversationStatus::WaitingApproval => "waiting_approval",
             ConversationStatus::Completed => "completed",
+            ConversationStatus::Canceled => "canceled",
         }
     }
 }

@@ -154,6 +154,9 @@ pub struct StatusSummary {
     pub waiting_approval: usize,
     /// Closed conversations.
     pub completed: usize,
+    /// Conversations canceled while waiting for approval.
+    #[serde(default)]
+    pub canceled: usize,
 }
 
 /// `GET /conversations`.

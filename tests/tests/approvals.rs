@@ -95,7 +95,7 @@ async fn pending_approvals_and_status_counts_follow_decisions() {
     assert_eq!(status, 200);
     assert_eq!(
         list["summary"],
-        json!({"total": 3, "active": 1, "waiting_approval": 2, "completed": 0})
+        json!({"total": 3, "active": 1, "waiting_approval": 2, "completed": 0, "canceled": 0})
     );
     let waiting: Vec<&Value> = list["conversations"]
         .as_array()
@@ -137,7 +137,7 @@ async fn pending_approvals_and_status_counts_follow_decisions() {
     let (_, list) = agent.get("/conversations").await;
     assert_eq!(
         list["summary"],
-        json!({"total": 3, "active": 2, "waiting_approval": 1, "completed": 0})
+        json!({"total": 3, "active": 2, "waiting_approval": 1, "completed": 0, "canceled": 0})
     );
 
     let (status, _) = agent.decide(&uuid_b, json!({"approved": false})).await;
@@ -147,7 +147,7 @@ async fn pending_approvals_and_status_counts_follow_decisions() {
     let (_, list) = agent.get("/conversations").await;
     assert_eq!(
         list["summary"],
-        json!({"total": 3, "active": 3, "waiting_approval": 0, "completed": 0})
+        json!({"total": 3, "active": 3, "waiting_approval": 0, "completed": 0, "canceled": 0})
     );
 }
 

@@ -65,7 +65,10 @@ impl From<EngineError> for ApiError {
                 ..ApiError::new(StatusCode::CONFLICT, "approval_resolved", message)
             },
             EngineError::Completed(_) => {
-                ApiError::new(StatusCode::CONFLICT, "conversation_completed", message)
+                ApiError::new(StatusCode::CONFLICT, "conversation_closed", message)
+            }
+            EngineError::NotCancelable(_) => {
+                ApiError::new(StatusCode::CONFLICT, "not_cancelable", message)
             }
             EngineError::InvalidInput(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)

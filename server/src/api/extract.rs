@@ -9,7 +9,9 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::error::ApiError;
-use crate::context::{BearerToken, RequestContext, is_valid_session_id, new_session_id};
+use crate::context::{
+    BearerToken, DELEGATION_DEPTH_HEADER, RequestContext, is_valid_session_id, new_session_id,
+};
 
 /// Header carrying the session id across agents.
 pub const SESSION_HEADER: &str = "x-session-id";
@@ -85,7 +87,16 @@ pub fn request_context(headers: &HeaderMap, session: Option<&SessionId>) -> Requ
         })
         .filter(|t| !t.is_empty())
         .map(BearerToken::new);
-    RequestContext { session_id, bearer }
+    let depth = headers
+        .get(DELEGATION_DEPTH_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    RequestContext {
+        session_id,
+        bearer,
+        depth,
+    }
 }
 
 /// A valid incoming `X-Session-ID`, if any.

@@ -98,7 +98,7 @@ async fn create_send_and_get_round_trip() {
     let (_, list) = call(&app, "GET", "/conversations", "").await;
     assert_eq!(
         list["summary"],
-        json!({"total": 1, "active": 1, "waiting_approval": 0, "completed": 0})
+        json!({"total": 1, "active": 1, "waiting_approval": 0, "completed": 0, "canceled": 0})
     );
     assert_eq!(list["conversations"][0]["title"], "hello");
 }

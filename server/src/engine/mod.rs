@@ -70,8 +70,11 @@ pub enum EngineError {
         conversation: Arc<Conversation>,
     },
     /// The conversation is closed.
-    #[error("conversation {0} is completed and takes no more messages")]
+    #[error("conversation {0} is closed (completed or canceled) and takes no more messages")]
     Completed(Uuid),
+    /// Only a conversation waiting for approval can be canceled.
+    #[error("conversation {0} is not waiting for an approval, so there is nothing to cancel")]
+    NotCancelable(Uuid),
     /// The request is well-formed but unusable.
     #[error("{0}")]
     InvalidInput(String),
@@ -213,7 +216,9 @@ impl Engine {
                     return Err(EngineError::WaitingApproval(Box::new(pending)));
                 }
             }
-            ConversationStatus::Completed => return Err(EngineError::Completed(id)),
+            ConversationStatus::Completed | ConversationStatus::Canceled => {
+                return Err(EngineError::Completed(id));
+            }
             ConversationStatus::Active => {}
         }
         slot.emit(ConversationEvent::TurnStarted);
@@ -254,6 +259,32 @@ impl Engine {
         finish(&slot, turn.run_decision(pending, approve, reason).await)
     }
 
+    /// Cancels a conversation that waits for approval: the pending call is
+    /// refused (not run), the conversation is closed as `canceled`, and no
+    /// model runs. Anything else is [`EngineError::NotCancelable`].
+    pub async fn cancel(
+        &self,
+        id: Uuid,
+        ctx: &RequestContext,
+        reason: Option<String>,
+    ) -> Result<TurnOutcome, EngineError> {
+        let slot = self
+            .inner
+            .index
+            .get(id)
+            .ok_or(EngineError::ConversationNotFound(id))?;
+        let _guard = slot.lock().await;
+        let conversation = (*slot.snapshot()).clone();
+        let pending = conversation
+            .pending_approval
+            .as_ref()
+            .and_then(|p| approval::resolvable(&conversation, p.uuid))
+            .cloned()
+            .ok_or(EngineError::NotCancelable(id))?;
+        let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
+        turn.cancel(pending, reason).await
+    }
+
     /// Live events of a conversation, from now on.
     pub fn subscribe(&self, id: Uuid) -> Option<broadcast::Receiver<ConversationEvent>> {
         self.inner.index.get(id).map(|slot| slot.subscribe())
@@ -278,6 +309,7 @@ impl Engine {
                     ConversationStatus::Active => summary.active += 1,
                     ConversationStatus::WaitingApproval => summary.waiting_approval += 1,
                     ConversationStatus::Completed => summary.completed += 1,
+                    ConversationStatus::Canceled => summary.canceled += 1,
                 }
                 summarize(&c)
             })

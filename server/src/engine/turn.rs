@@ -190,6 +190,29 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// Refuses `pending` and closes the conversation as canceled.
+    pub(crate) async fn cancel(
+        mut self,
+        pending: PendingApproval,
+        reason: Option<String>,
+    ) -> Result<TurnOutcome, EngineError> {
+        let reason = reason.unwrap_or_else(|| "canceled by the client".to_string());
+        let text = approval::rejection_text(Some(&reason));
+        let mut result = llm_node::result_message(&pending.call_id, &pending.tool_name, text, true);
+        result.node = pending.node.clone();
+        self.conversation.messages.push(result);
+        let answer = format!("Canceled: {} was not run ({reason}).", pending.tool_name);
+        let mut message = new_message(Role::Assistant, answer.clone());
+        message.node = pending.node.clone();
+        self.conversation.messages.push(message);
+        self.conversation.pending_approval = None;
+        self.conversation.pipeline_state = None;
+        self.conversation.status = ConversationStatus::Canceled;
+        self.save().await?;
+        tracing::info!(approval = %pending.uuid, "conversation canceled while waiting for approval");
+        Ok(self.outcome(answer))
+    }
+
     /// The simple agent: one `llm` node over the whole conversation.
     async fn run_simple(mut self) -> Result<TurnOutcome, EngineError> {
         let inner = self.inner.clone();

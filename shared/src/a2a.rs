@@ -1,0 +1,511 @@
+//! A2A protocol v0.3 types (JSON-RPC binding): the agent card, tasks,
+//! messages, parts, artifacts, streaming events and JSON-RPC envelopes.
+//! Every object carries its `kind`, as v0.3 requires. Optional fields are
+//! tolerated when absent so cards and tasks of other implementations
+//! parse. A v1.0 binding can be added beside this module later.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Protocol version this crate speaks.
+pub const PROTOCOL_VERSION: &str = "0.3.0";
+
+/// The agent card served at `/.well-known/agent-card.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCard {
+    /// Agent name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Absolute URL of the JSON-RPC endpoint.
+    pub url: String,
+    /// Agent version.
+    #[serde(default)]
+    pub version: String,
+    /// A2A protocol version.
+    #[serde(default = "default_protocol_version")]
+    pub protocol_version: String,
+    /// Transport of `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_transport: Option<String>,
+    /// Optional features.
+    #[serde(default)]
+    pub capabilities: AgentCapabilities,
+    /// Input media types.
+    #[serde(default)]
+    pub default_input_modes: Vec<String>,
+    /// Output media types.
+    #[serde(default)]
+    pub default_output_modes: Vec<String>,
+    /// What it can do.
+    #[serde(default)]
+    pub skills: Vec<AgentSkill>,
+    /// Who provides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<AgentProvider>,
+    /// Human documentation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation_url: Option<String>,
+}
+
+fn default_protocol_version() -> String {
+    PROTOCOL_VERSION.to_string()
+}
+
+/// Optional protocol features.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    /// `message/stream` and `tasks/resubscribe`.
+    #[serde(default)]
+    pub streaming: bool,
+    /// `tasks/pushNotificationConfig/*`.
+    #[serde(default)]
+    pub push_notifications: bool,
+    /// Tasks keep a status history.
+    #[serde(default)]
+    pub state_transition_history: bool,
+}
+
+/// One skill of an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSkill {
+    /// Identifier.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// Keywords.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Example requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+/// The organization behind an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentProvider {
+    /// Organization.
+    pub organization: String,
+    /// Its URL.
+    pub url: String,
+}
+
+/// Task lifecycle states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskState {
+    /// Received, not started.
+    Submitted,
+    /// Being worked on.
+    Working,
+    /// Waits for the client (here: an approval).
+    InputRequired,
+    /// Done.
+    Completed,
+    /// Canceled by the client.
+    Canceled,
+    /// Failed.
+    Failed,
+    /// Refused by the agent.
+    Rejected,
+    /// Needs authentication.
+    AuthRequired,
+    /// Unknown.
+    Unknown,
+}
+
+impl TaskState {
+    /// No further change is possible.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+        )
+    }
+}
+
+/// Who sent a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageRole {
+    /// The client.
+    User,
+    /// The agent.
+    Agent,
+}
+
+/// A file part's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileContent {
+    /// Base64 content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
+    /// Or a URI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    /// Media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// File name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// One part of a message or artifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Part {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// Extra data.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+    /// A file.
+    File {
+        /// The file.
+        file: FileContent,
+        /// Extra data.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+    /// Structured data.
+    Data {
+        /// The data.
+        data: Map<String, Value>,
+        /// Extra data.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::Text {
+            text: text.into(),
+            metadata: None,
+        }
+    }
+
+    /// A data part.
+    pub fn data(data: Map<String, Value>) -> Part {
+        Part::Data {
+            data,
+            metadata: None,
+        }
+    }
+}
+
+/// A message between client and agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct A2aMessage {
+    /// Sender.
+    pub role: MessageRole,
+    /// Content.
+    pub parts: Vec<Part>,
+    /// Unique id chosen by the sender.
+    pub message_id: String,
+    /// The task it belongs to (continuation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The context it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    /// Related tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_task_ids: Vec<String>,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// Always `"message"`.
+    #[serde(default = "kind_message")]
+    pub kind: String,
+}
+
+fn kind_message() -> String {
+    "message".to_string()
+}
+
+impl A2aMessage {
+    /// The text of all text parts, joined by newlines.
+    pub fn text(&self) -> String {
+        parts_text(&self.parts)
+    }
+}
+
+/// Joins the text parts.
+pub fn parts_text(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A task's status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatus {
+    /// State.
+    pub state: TaskState,
+    /// Message explaining the state (e.g. the approval request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<A2aMessage>,
+    /// RFC 3339 time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+}
+
+/// Output of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// Identifier.
+    pub artifact_id: String,
+    /// Name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Content.
+    pub parts: Vec<Part>,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// Task id (here: the conversation id).
+    pub id: String,
+    /// Context id.
+    pub context_id: String,
+    /// Current status.
+    pub status: TaskStatus,
+    /// Outputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    /// Messages so far.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<A2aMessage>,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// Always `"task"`.
+    #[serde(default = "kind_task")]
+    pub kind: String,
+}
+
+fn kind_task() -> String {
+    "task".to_string()
+}
+
+impl Task {
+    /// Text of every artifact, joined by newlines.
+    pub fn artifacts_text(&self) -> String {
+        self.artifacts
+            .iter()
+            .map(|a| parts_text(&a.parts))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A status change in a stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatusUpdateEvent {
+    /// Task id.
+    pub task_id: String,
+    /// Context id.
+    pub context_id: String,
+    /// Always `"status-update"`.
+    pub kind: String,
+    /// New status.
+    pub status: TaskStatus,
+    /// Last event of the stream.
+    #[serde(default, rename = "final")]
+    pub is_final: bool,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A new or extended artifact in a stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskArtifactUpdateEvent {
+    /// Task id.
+    pub task_id: String,
+    /// Context id.
+    pub context_id: String,
+    /// Always `"artifact-update"`.
+    pub kind: String,
+    /// The artifact.
+    pub artifact: Artifact,
+    /// Appends to an earlier artifact with the same id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append: Option<bool>,
+    /// Last chunk of the artifact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_chunk: Option<bool>,
+}
+
+/// What `message/send` and stream events carry as `result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SendResult {
+    /// A task (this server always answers with one).
+    Task(Task),
+    /// A direct message.
+    Message(A2aMessage),
+    /// A status update (streams).
+    Status(TaskStatusUpdateEvent),
+    /// An artifact update (streams).
+    Artifact(TaskArtifactUpdateEvent),
+}
+
+/// `message/send` / `message/stream` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSendParams {
+    /// The message.
+    pub message: A2aMessage,
+    /// Options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<MessageSendConfiguration>,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// `message/send` options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSendConfiguration {
+    /// Accepted output media types.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_output_modes: Option<Vec<String>>,
+    /// Wait for the task to finish (this server always does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocking: Option<bool>,
+    /// Most history messages in the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i64>,
+    /// Push notification config (unsupported here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notification_config: Option<Value>,
+}
+
+/// `tasks/get`, `tasks/cancel`, `tasks/resubscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskQueryParams {
+    /// Task id.
+    pub id: String,
+    /// Most history messages in the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i64>,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A JSON-RPC 2.0 request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonRpcRequest {
+    /// Always "2.0".
+    pub jsonrpc: String,
+    /// Request id (string, number or null).
+    #[serde(default)]
+    pub id: Value,
+    /// Method name.
+    pub method: String,
+    /// Parameters.
+    #[serde(default)]
+    pub params: Value,
+}
+
+/// A JSON-RPC 2.0 error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonRpcError {
+    /// Error code (see [`error_codes`]).
+    pub code: i64,
+    /// Message.
+    pub message: String,
+    /// Details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// A JSON-RPC 2.0 response: `result` or `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonRpcResponse {
+    /// Always "2.0".
+    pub jsonrpc: String,
+    /// The request's id.
+    pub id: Value,
+    /// Success value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<JsonRpcError>,
+}
+
+/// JSON-RPC and A2A error codes.
+pub mod error_codes {
+    /// Body is not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a JSON-RPC request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Bad params.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Server failure.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// No such task.
+    pub const TASK_NOT_FOUND: i64 = -32001;
+    /// Task is terminal.
+    pub const TASK_NOT_CANCELABLE: i64 = -32002;
+    /// No push notifications.
+    pub const PUSH_NOTIFICATION_NOT_SUPPORTED: i64 = -32003;
+    /// Operation not supported.
+    pub const UNSUPPORTED_OPERATION: i64 = -32004;
+    /// Content type not supported.
+    pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
+}
+
+/// Keys of the data part that carries an approval request in an
+/// `input-required` status message (this project's convention).
+pub mod approval_keys {
+    /// Approval uuid at the agent that asks.
+    pub const APPROVAL_UUID: &str = "approval_uuid";
+    /// Tool to run.
+    pub const TOOL_NAME: &str = "tool_name";
+    /// Its exact arguments.
+    pub const TOOL_ARGS: &str = "tool_args";
+    /// Human-readable description.
+    pub const DESCRIPTION: &str = "description";
+    /// Decision key in a continuation's data part.
+    pub const APPROVED: &str = "approved";
+}
