@@ -2,6 +2,7 @@
 //! wrappers around [`app`] (build the server from a config) and
 //! [`resources`] (the SQLite-backed MCP server).
 
+pub mod a2a;
 pub mod api;
 pub mod app;
 pub mod config;

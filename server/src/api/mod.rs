@@ -34,8 +34,22 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub struct AppState {
     /// The engine.
     pub engine: Engine,
-    /// Agent name, for `/docs`.
-    pub agent_name: Arc<str>,
+    /// Who this agent is (agent card, docs).
+    pub agent: Arc<AgentInfo>,
+}
+
+/// Identity of the agent, as peers see it.
+#[derive(Debug, Clone)]
+pub struct AgentInfo {
+    /// Name from the config.
+    pub name: String,
+    /// Description from the config.
+    pub description: String,
+    /// Base URL peers use, without a trailing slash (`public_url`, or
+    /// built from host and the bound port).
+    pub public_url: String,
+    /// Version of this build.
+    pub version: String,
 }
 
 /// The REST router.
@@ -63,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/approvals", get(approvals::approvals_index))
         .route("/approvals/{uuid}", post(approvals::approvals_resolve))
+        .merge(crate::a2a::server::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

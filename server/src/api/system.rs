@@ -21,6 +21,6 @@ pub async fn health() -> Json<Health> {
     responses((status = 200, body = ToolList)))]
 pub async fn tools_index(State(state): State<AppState>) -> Json<ToolList> {
     Json(ToolList {
-        tools: state.engine.tools().tools().to_vec(),
+        tools: state.engine.tool_infos(),
     })
 }

@@ -38,7 +38,12 @@ async fn app(dir: &std::path::Path) -> Router {
     .unwrap();
     router(AppState {
         engine,
-        agent_name: Arc::from("test"),
+        agent: Arc::new(AgentInfo {
+            name: "test".into(),
+            description: "A test agent.".into(),
+            public_url: "http://agent.test".into(),
+            version: "0.0.0".into(),
+        }),
     })
 }
 

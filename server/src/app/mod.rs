@@ -11,7 +11,7 @@ use std::sync::Arc;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::api::{self, AppState};
+use crate::api::{self, AgentInfo, AppState};
 use crate::config::AgentConfig;
 use crate::engine::{Engine, EngineParts};
 use crate::mcp::ToolRegistry;
@@ -74,11 +74,16 @@ impl App {
         })
     }
 
-    /// The HTTP router.
-    pub fn router(&self) -> Router {
+    /// The HTTP router; `bound_port` builds the default public URL.
+    pub fn router(&self, bound_port: u16) -> Router {
         api::router(AppState {
             engine: self.engine.clone(),
-            agent_name: Arc::from(self.config.name.as_str()),
+            agent: Arc::new(AgentInfo {
+                name: self.config.name.clone(),
+                description: self.config.description.clone(),
+                public_url: self.config.public_base_url(bound_port),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            }),
         })
     }
 
@@ -88,7 +93,8 @@ impl App {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let router = self.router();
+        let port = listener.local_addr()?.port();
+        let router = self.router(port);
         let result = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await;

@@ -156,6 +156,11 @@ impl Engine {
         &self.inner.tools
     }
 
+    /// Every tool the model can be offered: MCP tools and sub-agents.
+    pub fn tool_infos(&self) -> Vec<asg_shared::rest::ToolInfo> {
+        self.inner.tools.tools().to_vec()
+    }
+
     /// The agent tree.
     pub fn tree(&self) -> &AgentTree {
         &self.inner.tree
