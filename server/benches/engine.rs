@@ -109,6 +109,7 @@ async fn main() {
     let engine = Engine::start(EngineParts {
         tree,
         tools: Arc::new(ToolRegistry::empty()),
+        agents: Arc::new(agent_server::a2a::client::A2aClient::empty()),
         store,
         max_tool_steps: 10,
     })

@@ -1,1 +1,154 @@
-//! Placeholder.
+//! The agent card (`GET /.well-known/agent-card.json`, and the older
+//! `/.well-known/agent.json`): who this agent is, where its JSON-RPC
+//! endpoint is, what it supports, and one skill per tool it can use.
+//! The card says only what the server does: streaming yes, push
+//! notifications and state transition history no.
+
+use asg_shared::a2a::{AgentCapabilities, AgentCard, AgentSkill, PROTOCOL_VERSION};
+use asg_shared::rest::ToolInfo;
+use axum::Json;
+use axum::extract::State;
+
+use crate::api::{AgentInfo, AppState};
+
+/// Path of the JSON-RPC endpoint, relative to the public base URL.
+pub const RPC_PATH: &str = "/a2a";
+
+/// Media types accepted in and produced by messages.
+pub const MODES: [&str; 2] = ["text/plain", "application/json"];
+
+/// `GET /.well-known/agent-card.json` and `/.well-known/agent.json`.
+pub async fn agent_card_handler(State(state): State<AppState>) -> Json<AgentCard> {
+    Json(agent_card(&state.agent, &state.engine.tool_infos()))
+}
+
+/// Builds the card from the agent's identity and its tools.
+pub fn agent_card(info: &AgentInfo, tools: &[ToolInfo]) -> AgentCard {
+    let base = info.public_url.trim_end_matches('/');
+    let mut skills: Vec<AgentSkill> = tools.iter().map(skill).collect();
+    if skills.is_empty() {
+        skills.push(AgentSkill {
+            id: "chat".into(),
+            name: info.name.clone(),
+            description: if info.description.trim().is_empty() {
+                format!("Talk to {}.", info.name)
+            } else {
+                info.description.clone()
+            },
+            tags: vec!["chat".into()],
+            examples: Vec::new(),
+        });
+    }
+    AgentCard {
+        name: info.name.clone(),
+        description: info.description.clone(),
+        url: format!("{base}{RPC_PATH}"),
+        version: info.version.clone(),
+        protocol_version: PROTOCOL_VERSION.to_string(),
+        preferred_transport: Some("JSONRPC".into()),
+        capabilities: AgentCapabilities {
+            streaming: true,
+            push_notifications: false,
+            state_transition_history: false,
+        },
+        default_input_modes: MODES.iter().map(|m| m.to_string()).collect(),
+        default_output_modes: MODES.iter().map(|m| m.to_string()).collect(),
+        skills,
+        provider: None,
+        documentation_url: Some(format!("{base}/docs")),
+    }
+}
+
+fn skill(tool: &ToolInfo) -> AgentSkill {
+    let mut tags = vec![if tool.source.is_empty() {
+        "mcp".to_string()
+    } else {
+        tool.source.clone()
+    }];
+    if tool.destructive_hint {
+        tags.push("destructive".into());
+    }
+    if tool.read_only_hint {
+        tags.push("read-only".into());
+    }
+    AgentSkill {
+        id: tool.name.clone(),
+        name: tool.name.clone(),
+        description: if tool.description.trim().is_empty() {
+            format!("The {} tool.", tool.name)
+        } else {
+            tool.description.clone()
+        },
+        tags,
+        examples: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn info() -> AgentInfo {
+        AgentInfo {
+            name: "resource-manager".into(),
+            description: "Manages resources.".into(),
+            public_url: "http://agent.test:8080/".into(),
+            version: "1.2.3".into(),
+        }
+    }
+
+    fn tool(name: &str, destructive: bool, source: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: format!("{name} does things"),
+            input_schema: json!({"type": "object"}),
+            destructive_hint: destructive,
+            read_only_hint: !destructive,
+            source: source.into(),
+            server: "resources".into(),
+        }
+    }
+
+    #[test]
+    fn card_has_the_required_fields_and_one_skill_per_tool() {
+        let tools = [
+            tool("resources_list", false, "mcp"),
+            tool("resources_add", true, "mcp"),
+            tool("agent_b", true, "a2a"),
+        ];
+        let card = agent_card(&info(), &tools);
+        assert_eq!(card.url, "http://agent.test:8080/a2a");
+        assert_eq!(card.protocol_version, "0.3.0");
+        assert_eq!(card.preferred_transport.as_deref(), Some("JSONRPC"));
+        assert!(card.capabilities.streaming);
+        assert!(!card.capabilities.push_notifications);
+        let ids: Vec<&str> = card.skills.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["resources_list", "resources_add", "agent_b"]);
+        assert_eq!(card.skills[0].tags, ["mcp", "read-only"]);
+        assert_eq!(card.skills[1].tags, ["mcp", "destructive"]);
+        assert_eq!(card.skills[2].tags, ["a2a", "destructive"]);
+        let value = serde_json::to_value(&card).unwrap();
+        for key in [
+            "name",
+            "description",
+            "url",
+            "version",
+            "protocolVersion",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ] {
+            assert!(value.get(key).is_some(), "missing {key}: {value}");
+        }
+    }
+
+    #[test]
+    fn an_agent_without_tools_still_has_a_skill() {
+        let card = agent_card(&info(), &[]);
+        assert_eq!(card.skills.len(), 1);
+        assert_eq!(card.skills[0].description, "Manages resources.");
+    }
+}

@@ -1,1 +1,463 @@
-//! Placeholder.
+//! The A2A client: sub-agents from the `a2a:` section, their cards, and
+//! `message/send` to them with the caller's `Authorization: Bearer`,
+//! `X-Session-ID` and the delegation depth.
+//!
+//! A sub-agent that is down at startup does not stop the agent: its card
+//! is fetched again on the next call, and the call fails with a clear
+//! "sub-agent unavailable" error until it answers.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use asg_shared::a2a::{
+    A2aMessage, AgentCard, JsonRpcResponse, MessageRole, MessageSendParams, Part, Task, TaskState,
+    approval_keys, parts_text,
+};
+use asg_shared::rest::ToolInfo;
+use serde_json::{Map, Value, json};
+
+use crate::config::{SubAgentConfig, expand_env};
+use crate::context::{DELEGATION_DEPTH_HEADER, RequestContext};
+
+/// Longest a card fetch may take.
+const CARD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a delegation failed. Messages are shown in the conversation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum A2aError {
+    /// Cannot connect, or no card.
+    #[error("sub-agent {agent:?} unavailable: {message}")]
+    Unavailable { agent: String, message: String },
+    /// No answer in time.
+    #[error("sub-agent {agent:?} did not answer within {secs} s")]
+    Timeout { agent: String, secs: u64 },
+    /// HTTP error status.
+    #[error("sub-agent {agent:?} answered HTTP {status}")]
+    Http { agent: String, status: u16 },
+    /// Not a JSON-RPC answer with a task.
+    #[error("sub-agent {agent:?} sent an answer that could not be read: {message}")]
+    InvalidResponse { agent: String, message: String },
+    /// JSON-RPC error.
+    #[error("sub-agent {agent:?} refused the request: {message} (JSON-RPC {code})")]
+    Rpc {
+        agent: String,
+        code: i64,
+        message: String,
+    },
+    /// Too many agents in the chain.
+    #[error(
+        "delegation to {agent:?} refused: the request already passed through {depth} agents (max_delegation_depth); is there a delegation cycle?"
+    )]
+    DepthLimit { agent: String, depth: u32 },
+}
+
+/// A sub-agent's request for approval, read from an `input-required` task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteApproval {
+    /// The sub-agent's task id (continue it to decide).
+    pub task_id: String,
+    /// The tool it wants to run.
+    pub tool_name: String,
+    /// With these arguments.
+    pub tool_args: Map<String, Value>,
+    /// Its description.
+    pub description: String,
+}
+
+/// What a delegation produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delegation {
+    /// The task completed with this text.
+    Completed(String),
+    /// The sub-agent waits for an approval.
+    InputRequired(RemoteApproval),
+    /// The task failed, was rejected or canceled; the reason.
+    Failed(String),
+}
+
+/// One configured sub-agent.
+pub struct SubAgent {
+    /// Tool name.
+    pub name: String,
+    /// Configured URL.
+    pub url: String,
+    /// Delegating needs approval.
+    pub destructive: bool,
+    /// Description offered to the model.
+    description: Option<String>,
+    timeout: Duration,
+    card: RwLock<Option<AgentCard>>,
+}
+
+/// Every sub-agent and the HTTP client that reaches them.
+pub struct A2aClient {
+    http: reqwest::Client,
+    agents: Vec<Arc<SubAgent>>,
+    max_depth: u32,
+}
+
+impl A2aClient {
+    /// Builds the client and fetches the cards it can (failures are
+    /// logged, not fatal).
+    pub async fn start(configs: &[SubAgentConfig], max_depth: u32) -> A2aClient {
+        let client = A2aClient {
+            http: reqwest::Client::new(),
+            agents: configs
+                .iter()
+                .map(|c| {
+                    Arc::new(SubAgent {
+                        name: c.name.clone(),
+                        url: expand_env(&c.url, &|k| std::env::var(k).ok())
+                            .trim_end_matches('/')
+                            .to_string(),
+                        destructive: c.destructive_hint,
+                        description: c.description.clone(),
+                        timeout: Duration::from_secs(c.timeout_secs),
+                        card: RwLock::new(None),
+                    })
+                })
+                .collect(),
+            max_depth,
+        };
+        futures::future::join_all(client.agents.iter().map(|agent| async {
+            match client.card(agent).await {
+                Ok(card) => tracing::info!(agent = %agent.name, card = %card.name, "sub-agent card fetched"),
+                Err(error) => tracing::warn!(agent = %agent.name, %error, "sub-agent unavailable at startup; will retry on use"),
+            }
+        }))
+        .await;
+        client
+    }
+
+    /// A client without sub-agents.
+    pub fn empty() -> A2aClient {
+        A2aClient {
+            http: reqwest::Client::new(),
+            agents: Vec::new(),
+            max_depth: 4,
+        }
+    }
+
+    /// A sub-agent by name.
+    pub fn agent(&self, name: &str) -> Option<&Arc<SubAgent>> {
+        self.agents.iter().find(|a| a.name == name)
+    }
+
+    /// The sub-agents as tools: one `message` argument.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.agents.iter().map(|agent| agent.tool_info()).collect()
+    }
+
+    /// The agent card, fetched once and cached; fetched again while it
+    /// has never been obtained.
+    pub async fn card(&self, agent: &SubAgent) -> Result<AgentCard, A2aError> {
+        if let Some(card) = agent.cached_card() {
+            return Ok(card);
+        }
+        let origin = origin(&agent.url);
+        let mut last_error = String::new();
+        for path in ["/.well-known/agent-card.json", "/.well-known/agent.json"] {
+            let response = self
+                .http
+                .get(format!("{origin}{path}"))
+                .timeout(CARD_TIMEOUT)
+                .send()
+                .await;
+            match response {
+                Ok(r) if r.status().is_success() => match r.json::<AgentCard>().await {
+                    Ok(card) => {
+                        if let Ok(mut cached) = agent.card.write() {
+                            *cached = Some(card.clone());
+                        }
+                        return Ok(card);
+                    }
+                    Err(e) => last_error = format!("invalid agent card at {path}: {e}"),
+                },
+                Ok(r) => last_error = format!("{path} answered HTTP {}", r.status().as_u16()),
+                Err(e) => last_error = without_url(&e),
+            }
+        }
+        Err(A2aError::Unavailable {
+            agent: agent.name.clone(),
+            message: last_error,
+        })
+    }
+
+    /// Sends `text` to a sub-agent: a new task, or a continuation of
+    /// `task_id`. `decision` adds the approval data part of a
+    /// continuation.
+    pub async fn send(
+        &self,
+        agent: &SubAgent,
+        text: &str,
+        task_id: Option<&str>,
+        decision: Option<bool>,
+        ctx: &RequestContext,
+    ) -> Result<Delegation, A2aError> {
+        let depth = ctx.depth + 1;
+        if depth > self.max_depth {
+            return Err(A2aError::DepthLimit {
+                agent: agent.name.clone(),
+                depth: ctx.depth,
+            });
+        }
+        let endpoint = self.endpoint(agent).await?;
+        let mut parts = vec![Part::text(text)];
+        if let Some(approved) = decision {
+            let mut data = Map::new();
+            data.insert(approval_keys::APPROVED.into(), Value::Bool(approved));
+            parts.push(Part::data(data));
+        }
+        let params = MessageSendParams {
+            message: A2aMessage {
+                role: MessageRole::User,
+                parts,
+                message_id: uuid::Uuid::new_v4().to_string(),
+                task_id: task_id.map(str::to_string),
+                context_id: None,
+                reference_task_ids: Vec::new(),
+                metadata: None,
+                kind: "message".into(),
+            },
+            configuration: None,
+            metadata: None,
+        };
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": uuid::Uuid::new_v4().to_string(),
+            "method": "message/send",
+            "params": params,
+        });
+        let mut request = self
+            .http
+            .post(&endpoint)
+            .timeout(agent.timeout)
+            .header("X-Session-ID", &ctx.session_id)
+            .header(DELEGATION_DEPTH_HEADER, depth.to_string())
+            .json(&body);
+        if let Some(token) = &ctx.bearer {
+            request = request.bearer_auth(token.expose());
+        }
+        tracing::info!(agent = %agent.name, sid = %ctx.session_id, depth, continuation = task_id.is_some(), "delegating to sub-agent");
+        let response = request.send().await.map_err(|e| {
+            if e.is_timeout() {
+                A2aError::Timeout {
+                    agent: agent.name.clone(),
+                    secs: agent.timeout.as_secs(),
+                }
+            } else {
+                agent.forget_card();
+                A2aError::Unavailable {
+                    agent: agent.name.clone(),
+                    message: without_url(&e),
+                }
+            }
+        })?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(A2aError::Http {
+                agent: agent.name.clone(),
+                status: status.as_u16(),
+            });
+        }
+        let invalid = |message: String| A2aError::InvalidResponse {
+            agent: agent.name.clone(),
+            message,
+        };
+        let rpc: JsonRpcResponse = response.json().await.map_err(|e| {
+            if e.is_timeout() {
+                A2aError::Timeout {
+                    agent: agent.name.clone(),
+                    secs: agent.timeout.as_secs(),
+                }
+            } else {
+                invalid(e.without_url().to_string())
+            }
+        })?;
+        if let Some(error) = rpc.error {
+            return Err(A2aError::Rpc {
+                agent: agent.name.clone(),
+                code: error.code,
+                message: error.message,
+            });
+        }
+        let result = rpc.result.ok_or_else(|| invalid("no result".into()))?;
+        if result.get("kind").and_then(Value::as_str) == Some("message") {
+            let message: A2aMessage =
+                serde_json::from_value(result).map_err(|e| invalid(e.to_string()))?;
+            return Ok(Delegation::Completed(message.text()));
+        }
+        let task: Task = serde_json::from_value(result).map_err(|e| invalid(e.to_string()))?;
+        Ok(delegation_of(&task))
+    }
+
+    async fn endpoint(&self, agent: &SubAgent) -> Result<String, A2aError> {
+        // A URL with a path is the endpoint itself; a bare origin is
+        // resolved through the card.
+        if has_path(&agent.url) {
+            return Ok(agent.url.clone());
+        }
+        let card = self.card(agent).await?;
+        Ok(if card.url.is_empty() {
+            format!("{}/a2a", agent.url)
+        } else {
+            card.url
+        })
+    }
+}
+
+impl SubAgent {
+    fn cached_card(&self) -> Option<AgentCard> {
+        self.card.read().ok().and_then(|c| c.clone())
+    }
+
+    fn forget_card(&self) {
+        if let Ok(mut card) = self.card.write() {
+            *card = None;
+        }
+    }
+
+    /// The sub-agent as a tool with one `message` argument.
+    pub fn tool_info(&self) -> ToolInfo {
+        let description = self
+            .description
+            .clone()
+            .or_else(|| self.cached_card().map(|c| c.description))
+            .unwrap_or_else(|| format!("Delegate a task to the {} agent.", self.name));
+        ToolInfo {
+            name: self.name.clone(),
+            description,
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "What to ask the agent, in plain words."}
+                },
+                "required": ["message"]
+            }),
+            destructive_hint: self.destructive,
+            read_only_hint: false,
+            source: "a2a".into(),
+            server: self.url.clone(),
+        }
+    }
+}
+
+/// Reads a task as a delegation outcome.
+pub fn delegation_of(task: &Task) -> Delegation {
+    let status_text = task
+        .status
+        .message
+        .as_ref()
+        .map(|m| parts_text(&m.parts))
+        .unwrap_or_default();
+    match task.status.state {
+        TaskState::Completed => {
+            let text = task.artifacts_text();
+            Delegation::Completed(if text.is_empty() { status_text } else { text })
+        }
+        TaskState::InputRequired => {
+            let data = task.status.message.as_ref().and_then(|m| {
+                m.parts.iter().find_map(|p| match p {
+                    Part::Data { data, .. } => Some(data.clone()),
+                    _ => None,
+                })
+            });
+            let data = data.unwrap_or_default();
+            let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
+            Delegation::InputRequired(RemoteApproval {
+                task_id: task.id.clone(),
+                tool_name: text(approval_keys::TOOL_NAME).unwrap_or_else(|| "remote action".into()),
+                tool_args: data
+                    .get(approval_keys::TOOL_ARGS)
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+                description: text(approval_keys::DESCRIPTION).unwrap_or(status_text),
+            })
+        }
+        state => Delegation::Failed(if status_text.is_empty() {
+            format!("the sub-agent's task ended in state {state:?}")
+        } else {
+            status_text
+        }),
+    }
+}
+
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
+    }
+}
+
+fn has_path(url: &str) -> bool {
+    origin(url).len() < url.trim_end_matches('/').len()
+}
+
+/// A reqwest error's text without the URL (kept short for users).
+fn without_url(error: &reqwest::Error) -> String {
+    let text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    let mut detail = String::new();
+    while let Some(s) = source {
+        detail = s.to_string();
+        source = s.source();
+    }
+    if detail.is_empty() { text } else { detail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_and_endpoints() {
+        assert_eq!(origin("http://b:8082/a2a"), "http://b:8082");
+        assert_eq!(origin("http://b:8082"), "http://b:8082");
+        assert!(has_path("http://b:8082/a2a"));
+        assert!(!has_path("http://b:8082/"));
+    }
+
+    #[test]
+    fn input_required_tasks_become_remote_approvals() {
+        let task: Task = serde_json::from_value(json!({
+            "id": "t1", "contextId": "c1", "kind": "task",
+            "status": {"state": "input-required", "message": {
+                "role": "agent", "messageId": "m", "kind": "message",
+                "parts": [
+                    {"kind": "text", "text": "Approve resources_add?"},
+                    {"kind": "data", "data": {"approval_uuid": "u", "tool_name": "resources_add",
+                        "tool_args": {"name": "x", "value": 1}, "description": "add x"}}
+                ]}}
+        }))
+        .unwrap();
+        let Delegation::InputRequired(approval) = delegation_of(&task) else {
+            panic!("not input-required");
+        };
+        assert_eq!(approval.task_id, "t1");
+        assert_eq!(approval.tool_name, "resources_add");
+        assert_eq!(json!(approval.tool_args), json!({"name": "x", "value": 1}));
+        assert_eq!(approval.description, "add x");
+    }
+
+    #[test]
+    fn completed_and_failed_tasks() {
+        let completed: Task = serde_json::from_value(json!({
+            "id": "t", "contextId": "c", "status": {"state": "completed"},
+            "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "done"}]}]
+        }))
+        .unwrap();
+        assert_eq!(
+            delegation_of(&completed),
+            Delegation::Completed("done".into())
+        );
+        let failed: Task = serde_json::from_value(json!({
+            "id": "t", "contextId": "c", "status": {"state": "failed", "message": {
+                "role": "agent", "messageId": "m", "parts": [{"kind": "text", "text": "boom"}]}}
+        }))
+        .unwrap();
+        assert_eq!(delegation_of(&failed), Delegation::Failed("boom".into()));
+    }
+}

@@ -1,1 +1,521 @@
-//! Placeholder.
+//! Pure mapping between the conversation model and A2A v0.3 objects.
+//!
+//! Outbound: a [`Conversation`] becomes a [`Task`] (task id = conversation
+//! id). The state comes from the saved snapshot alone:
+//! - `waiting_approval` → `input-required`, whose status message carries a
+//!   readable text part and a data part with the approval (keys in
+//!   [`approval_keys`]); an approval already being executed → `working`;
+//! - `canceled` → `canceled`; `completed` → `completed`;
+//! - `active`: nothing said yet → `submitted`; the last message is an
+//!   answer → `completed` (with the answer as an artifact), or `failed` when
+//!   that answer is an error report; otherwise a turn is under way →
+//!   `working`.
+//!
+//! Inbound: [`decision`] reads an approval decision from a continuation
+//! message (a text such as "approved" / "no", or a data part
+//! `{"approved": bool}`).
+
+use asg_shared::a2a::{
+    A2aMessage, Artifact, MessageRole, Part, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, approval_keys,
+};
+use asg_shared::events::ConversationEvent;
+use asg_shared::{ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, Role};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value};
+
+/// Identifies the task in every object that refers to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRef {
+    /// Task id (the conversation id).
+    pub task_id: String,
+    /// Context id (the client's, or the conversation id).
+    pub context_id: String,
+}
+
+/// RFC 3339 with milliseconds and `Z`.
+pub fn rfc3339(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// The A2A state of a conversation (see the module docs).
+pub fn task_state(conversation: &Conversation) -> TaskState {
+    match conversation.status {
+        ConversationStatus::WaitingApproval => match &conversation.pending_approval {
+            Some(p) if p.state == ApprovalState::Pending => TaskState::InputRequired,
+            _ => TaskState::Working,
+        },
+        ConversationStatus::Completed => TaskState::Completed,
+        ConversationStatus::Canceled => TaskState::Canceled,
+        ConversationStatus::Active => match last_spoken(conversation) {
+            None => TaskState::Submitted,
+            Some(m) if is_answer(m) && m.is_error => TaskState::Failed,
+            Some(m) if is_answer(m) => TaskState::Completed,
+            Some(_) => TaskState::Working,
+        },
+    }
+}
+
+/// The conversation as a task; `history_length`: `None` → every message,
+/// `Some(n)` → the last `n`.
+pub fn to_task(
+    conversation: &Conversation,
+    context_id: &str,
+    history_length: Option<usize>,
+) -> Task {
+    let at = TaskRef {
+        task_id: conversation.id.to_string(),
+        context_id: context_id.to_string(),
+    };
+    let state = task_state(conversation);
+    let artifacts = match (state, conversation.last_answer()) {
+        (TaskState::Completed, Some(answer)) if !answer.is_error => vec![answer_artifact(answer)],
+        _ => Vec::new(),
+    };
+    let mut metadata = Map::new();
+    metadata.insert(
+        "conversation_status".into(),
+        Value::from(conversation.status.as_str()),
+    );
+    metadata.insert(
+        "session_id".into(),
+        Value::from(conversation.session_id.as_str()),
+    );
+    Task {
+        id: at.task_id.clone(),
+        context_id: at.context_id.clone(),
+        status: status(conversation, &at),
+        artifacts,
+        history: history(conversation, &at, history_length),
+        metadata: Some(metadata),
+        kind: "task".into(),
+    }
+}
+
+/// The current status: state, explaining message, time of the last change.
+pub fn status(conversation: &Conversation, at: &TaskRef) -> TaskStatus {
+    let state = task_state(conversation);
+    let message = match state {
+        TaskState::InputRequired => conversation
+            .pending_approval
+            .as_ref()
+            .map(|p| approval_message(p, at)),
+        TaskState::Completed | TaskState::Failed | TaskState::Canceled => conversation
+            .last_answer()
+            .map(|m| agent_message(m.id.to_string(), at, &m.content)),
+        _ => None,
+    };
+    TaskStatus {
+        state,
+        message,
+        timestamp: Some(rfc3339(conversation.updated_at)),
+    }
+}
+
+/// User messages and answers as A2A messages, the last `limit` of them.
+pub fn history(conversation: &Conversation, at: &TaskRef, limit: Option<usize>) -> Vec<A2aMessage> {
+    let spoken: Vec<&Message> = conversation
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User || is_answer(m))
+        .collect();
+    let skip = limit.map_or(0, |n| spoken.len().saturating_sub(n));
+    spoken
+        .into_iter()
+        .skip(skip)
+        .map(|m| {
+            let mut message = agent_message(m.id.to_string(), at, &m.content);
+            if m.role == Role::User {
+                message.role = MessageRole::User;
+            }
+            message
+        })
+        .collect()
+}
+
+/// The agent's message asking for an approval: a text part for a human
+/// and a data part for a program.
+pub fn approval_message(pending: &PendingApproval, at: &TaskRef) -> A2aMessage {
+    let mut data = Map::new();
+    data.insert(
+        approval_keys::APPROVAL_UUID.into(),
+        Value::from(pending.uuid.to_string()),
+    );
+    data.insert(
+        approval_keys::TOOL_NAME.into(),
+        Value::from(pending.tool_name.as_str()),
+    );
+    data.insert(
+        approval_keys::TOOL_ARGS.into(),
+        Value::Object(pending.tool_args.clone()),
+    );
+    data.insert(
+        approval_keys::DESCRIPTION.into(),
+        Value::from(pending.description.as_str()),
+    );
+    if let Some(name) = &pending.remote_agent_name {
+        data.insert(
+            approval_keys::REMOTE_AGENT_NAME.into(),
+            Value::from(name.as_str()),
+        );
+    }
+    if let Some(task) = &pending.remote_task_id {
+        data.insert(
+            approval_keys::REMOTE_TASK_ID.into(),
+            Value::from(task.as_str()),
+        );
+    }
+    let text = format!(
+        "Approval required: {}. Reply \"approved\" or \"rejected\" to this task \
+         (or send a data part {{\"approved\": true|false}}).",
+        pending.description.trim_end_matches('.')
+    );
+    let mut message = agent_message(pending.uuid.to_string(), at, &text);
+    message.parts.push(Part::data(data));
+    message
+}
+
+/// A one-text-part message from the agent.
+pub fn agent_message(message_id: String, at: &TaskRef, text: &str) -> A2aMessage {
+    A2aMessage {
+        role: MessageRole::Agent,
+        parts: vec![Part::text(text)],
+        message_id,
+        task_id: Some(at.task_id.clone()),
+        context_id: Some(at.context_id.clone()),
+        reference_task_ids: Vec::new(),
+        metadata: None,
+        kind: "message".into(),
+    }
+}
+
+/// The answer as an artifact; its id is derived from the message id, so
+/// it is the same in every view of the task.
+pub fn answer_artifact(answer: &Message) -> Artifact {
+    Artifact {
+        artifact_id: format!("answer-{}", answer.id),
+        name: Some("answer".into()),
+        description: None,
+        parts: vec![Part::text(answer.content.as_str())],
+        metadata: None,
+    }
+}
+
+/// A status-update event.
+pub fn status_update(at: &TaskRef, status: TaskStatus, is_final: bool) -> TaskStatusUpdateEvent {
+    TaskStatusUpdateEvent {
+        task_id: at.task_id.clone(),
+        context_id: at.context_id.clone(),
+        kind: "status-update".into(),
+        status,
+        is_final,
+        metadata: None,
+    }
+}
+
+/// An artifact-update event carrying a whole artifact.
+pub fn artifact_update(at: &TaskRef, artifact: Artifact) -> TaskArtifactUpdateEvent {
+    TaskArtifactUpdateEvent {
+        task_id: at.task_id.clone(),
+        context_id: at.context_id.clone(),
+        kind: "artifact-update".into(),
+        artifact,
+        append: None,
+        last_chunk: Some(true),
+    }
+}
+
+/// The `working` status a live engine event is worth, if any: the turn
+/// started, a tool call started or finished.
+pub fn progress(event: &ConversationEvent, at: &TaskRef) -> Option<TaskStatus> {
+    let message = match event {
+        ConversationEvent::TurnStarted => None,
+        ConversationEvent::Message { message } => {
+            let text = match (&message.tool_call, &message.tool_result) {
+                (Some(call), _) => format!("Calling {}", call.name),
+                (None, Some(result)) if result.is_error => format!("{} failed", result.name),
+                (None, Some(result)) => format!("{} finished", result.name),
+                (None, None) => return None,
+            };
+            Some(agent_message(message.id.to_string(), at, &text))
+        }
+        _ => return None,
+    };
+    Some(TaskStatus {
+        state: TaskState::Working,
+        message,
+        timestamp: Some(rfc3339(Utc::now())),
+    })
+}
+
+/// An approval decision read from a continuation: `Ok(None)` when the
+/// message is not one, `Err` when its data part is malformed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Approve (run the call) or reject.
+    pub approve: bool,
+    /// Why, if the client said.
+    pub reason: Option<String>,
+    /// The approval the client meant, if it named one.
+    pub approval_uuid: Option<String>,
+}
+
+/// Reads a decision: a data part with a boolean `approved` (optional
+/// `reason`, `approval_uuid`), or a whole text of approved / approve / yes
+/// or rejected / reject / no (case-insensitive, trimmed).
+pub fn decision(message: &A2aMessage) -> Result<Option<Decision>, String> {
+    for part in &message.parts {
+        let Part::Data { data, .. } = part else {
+            continue;
+        };
+        let Some(approved) = data.get(approval_keys::APPROVED) else {
+            continue;
+        };
+        let approve = approved.as_bool().ok_or_else(|| {
+            format!("data part field `approved` must be a boolean, got {approved}")
+        })?;
+        let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
+        return Ok(Some(Decision {
+            approve,
+            reason: text(approval_keys::REASON),
+            approval_uuid: text(approval_keys::APPROVAL_UUID),
+        }));
+    }
+    let text = message.text();
+    let word = text
+        .trim()
+        .trim_end_matches(['.', '!'])
+        .trim()
+        .to_ascii_lowercase();
+    let approve = match word.as_str() {
+        "approved" | "approve" | "yes" => true,
+        "rejected" | "reject" | "no" => false,
+        _ => return Ok(None),
+    };
+    Ok(Some(Decision {
+        approve,
+        reason: None,
+        approval_uuid: None,
+    }))
+}
+
+fn is_answer(message: &Message) -> bool {
+    message.role == Role::Assistant && message.tool_call.is_none()
+}
+
+fn last_spoken(conversation: &Conversation) -> Option<&Message> {
+    conversation
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role != Role::System)
+}
+
+#[cfg(test)]
+mod tests {
+    use asg_shared::ToolCall;
+    use serde_json::json;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn message(role: Role, content: &str) -> Message {
+        Message {
+            id: Uuid::new_v4(),
+            role,
+            content: content.into(),
+            tool_call: None,
+            tool_result: None,
+            node: None,
+            is_error: false,
+            created_at: Utc::now(),
+        }
+    }
+
+    fn conversation(messages: Vec<Message>) -> Conversation {
+        let now = Utc::now();
+        Conversation {
+            id: Uuid::new_v4(),
+            session_id: "abcd1234".into(),
+            status: ConversationStatus::Active,
+            messages: [vec![message(Role::System, "prompt")], messages].concat(),
+            pending_approval: None,
+            pipeline_state: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn pending(conversation_id: Uuid) -> PendingApproval {
+        PendingApproval {
+            uuid: Uuid::new_v4(),
+            conversation_id,
+            tool_name: "resources_add".into(),
+            tool_args: json!({"name": "a", "value": 1})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            description: "resources_add with arguments {\"name\":\"a\"}".into(),
+            created_at: Utc::now(),
+            call_id: "c1".into(),
+            node: None,
+            state: ApprovalState::Pending,
+            remote_task_id: Some("remote-1".into()),
+            remote_agent_name: Some("agent-b".into()),
+        }
+    }
+
+    #[test]
+    fn answered_conversation_is_completed_with_a_stable_artifact() {
+        let c = conversation(vec![
+            message(Role::User, "hi"),
+            message(Role::Assistant, "hello"),
+        ]);
+        let task = to_task(&c, "ctx-1", None);
+        assert_eq!(task.status.state, TaskState::Completed);
+        assert_eq!(task.id, c.id.to_string());
+        assert_eq!(task.context_id, "ctx-1");
+        assert_eq!(task.artifacts_text(), "hello");
+        assert_eq!(
+            task.artifacts[0].artifact_id,
+            format!("answer-{}", c.messages[2].id)
+        );
+        assert_eq!(to_task(&c, "ctx-1", None).artifacts, task.artifacts);
+        let roles: Vec<_> = task.history.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [MessageRole::User, MessageRole::Agent]);
+        assert_eq!(task.history[0].message_id, c.messages[1].id.to_string());
+        assert_eq!(task.history[1].task_id.as_deref(), Some(task.id.as_str()));
+        let timestamp = task.status.timestamp.unwrap();
+        assert!(
+            DateTime::parse_from_rfc3339(&timestamp).is_ok(),
+            "{timestamp}"
+        );
+    }
+
+    #[test]
+    fn states_follow_the_conversation() {
+        assert_eq!(task_state(&conversation(vec![])), TaskState::Submitted);
+        let working = conversation(vec![message(Role::User, "hi")]);
+        assert_eq!(task_state(&working), TaskState::Working);
+        let mut call = message(Role::Assistant, "");
+        call.tool_call = Some(ToolCall {
+            id: "c1".into(),
+            name: "resources_list".into(),
+            arguments: Map::new(),
+            needs_approval: false,
+            approval_uuid: None,
+            provider_signature: None,
+        });
+        let calling = conversation(vec![message(Role::User, "hi"), call]);
+        assert_eq!(task_state(&calling), TaskState::Working);
+        let mut error = message(Role::Assistant, "Error: model down");
+        error.is_error = true;
+        let failed = conversation(vec![message(Role::User, "hi"), error]);
+        let task = to_task(&failed, "c", None);
+        assert_eq!(task.status.state, TaskState::Failed);
+        assert!(task.artifacts.is_empty());
+        let reason = task.status.message.unwrap().text();
+        assert_eq!(reason, "Error: model down");
+        let mut canceled = conversation(vec![message(Role::Assistant, "Canceled: x")]);
+        canceled.status = ConversationStatus::Canceled;
+        assert_eq!(
+            to_task(&canceled, "c", None).status.state,
+            TaskState::Canceled
+        );
+    }
+
+    #[test]
+    fn waiting_approval_is_input_required_with_a_data_part() {
+        let mut c = conversation(vec![message(Role::User, "add a")]);
+        let p = pending(c.id);
+        c.status = ConversationStatus::WaitingApproval;
+        c.pending_approval = Some(p.clone());
+        let task = to_task(&c, "ctx", None);
+        assert_eq!(task.status.state, TaskState::InputRequired);
+        let message = task.status.message.unwrap();
+        assert_eq!(message.role, MessageRole::Agent);
+        assert!(
+            message.text().contains("Approval required"),
+            "{}",
+            message.text()
+        );
+        let Some(Part::Data { data, .. }) = message.parts.get(1) else {
+            panic!("no data part: {message:?}");
+        };
+        assert_eq!(data["approval_uuid"], p.uuid.to_string());
+        assert_eq!(data["tool_name"], "resources_add");
+        assert_eq!(data["tool_args"], json!({"name": "a", "value": 1}));
+        assert_eq!(data["description"], p.description);
+        assert_eq!(data["remote_agent_name"], "agent-b");
+        assert_eq!(data["remote_task_id"], "remote-1");
+
+        c.pending_approval.as_mut().unwrap().state = ApprovalState::Executing;
+        assert_eq!(task_state(&c), TaskState::Working);
+    }
+
+    #[test]
+    fn history_length_keeps_the_last_messages() {
+        let c = conversation(vec![
+            message(Role::User, "1"),
+            message(Role::Assistant, "2"),
+            message(Role::User, "3"),
+            message(Role::Assistant, "4"),
+        ]);
+        let at = TaskRef {
+            task_id: "t".into(),
+            context_id: "c".into(),
+        };
+        assert_eq!(history(&c, &at, None).len(), 4);
+        assert!(history(&c, &at, Some(0)).is_empty());
+        let last: Vec<String> = history(&c, &at, Some(3))
+            .iter()
+            .map(A2aMessage::text)
+            .collect();
+        assert_eq!(last, ["2", "3", "4"]);
+        assert_eq!(history(&c, &at, Some(99)).len(), 4);
+    }
+
+    fn user(parts: Vec<Part>) -> A2aMessage {
+        A2aMessage {
+            role: MessageRole::User,
+            parts,
+            message_id: "m".into(),
+            task_id: None,
+            context_id: None,
+            reference_task_ids: Vec::new(),
+            metadata: None,
+            kind: "message".into(),
+        }
+    }
+
+    #[test]
+    fn decisions_from_text_and_data() {
+        let said = |text: &str| {
+            decision(&user(vec![Part::text(text)]))
+                .unwrap()
+                .map(|d| d.approve)
+        };
+        for yes in ["approved", " Approve ", "YES", "yes."] {
+            assert_eq!(said(yes), Some(true), "{yes}");
+        }
+        for no in ["rejected", "Reject", "no", "NO!"] {
+            assert_eq!(said(no), Some(false), "{no}");
+        }
+        for other in ["yes please do it", "list resources", ""] {
+            assert_eq!(said(other), None, "{other}");
+        }
+        let data = |v: Value| Part::data(v.as_object().cloned().unwrap());
+        let d = decision(&user(vec![data(
+            json!({"approved": false, "reason": "not now"}),
+        )]))
+        .unwrap()
+        .unwrap();
+        assert!(!d.approve);
+        assert_eq!(d.reason.as_deref(), Some("not now"));
+        assert!(decision(&user(vec![data(json!({"approved": "yes"}))])).is_err());
+        assert_eq!(
+            decision(&user(vec![data(json!({"other": 1}))])).unwrap(),
+            None
+        );
+    }
+}

@@ -80,6 +80,10 @@ impl From<EngineError> for ApiError {
                 conversation: Some(Box::new((*conversation).clone())),
                 ..ApiError::new(StatusCode::GATEWAY_TIMEOUT, "llm_timeout", message)
             },
+            EngineError::SubAgent { conversation, .. } => ApiError {
+                conversation: Some(Box::new((*conversation).clone())),
+                ..ApiError::new(StatusCode::BAD_GATEWAY, "sub_agent_error", message)
+            },
             EngineError::Llm { conversation, .. } => ApiError {
                 conversation: Some(Box::new((*conversation).clone())),
                 ..ApiError::new(StatusCode::BAD_GATEWAY, "llm_error", message)

@@ -31,6 +31,7 @@ async fn app(dir: &std::path::Path) -> Router {
             can_exit_loop: false,
         }),
         tools: Arc::new(ToolRegistry::empty()),
+        agents: Arc::new(crate::a2a::client::A2aClient::empty()),
         store: Arc::new(JsonFileStore::open(dir).unwrap()),
         max_tool_steps: 3,
     })

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use axum::Router;
 use tokio::net::TcpListener;
 
+use crate::a2a::client::A2aClient;
 use crate::api::{self, AgentInfo, AppState};
 use crate::config::AgentConfig;
 use crate::engine::{Engine, EngineParts};
@@ -58,10 +59,12 @@ impl App {
         .await
         .map_err(StartupError)?;
         let tools = Arc::new(tools);
-        let tree = tree::build_tree(&config, &tools, config_dir, env)?;
+        let agents = Arc::new(A2aClient::start(&config.a2a, config.max_delegation_depth).await);
+        let tree = tree::build_tree(&config, &tools, &agents, config_dir, env)?;
         let engine = Engine::start(EngineParts {
             tree,
             tools: tools.clone(),
+            agents,
             store: Arc::new(store),
             max_tool_steps: config.max_tool_steps,
         })

@@ -5,11 +5,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::a2a::client::A2aClient;
 use crate::config::tree::DEFAULT_MAX_ITERATIONS;
 use crate::config::{AgentConfig, LlmConfig, NodeConfig, NodeKind};
-use crate::engine::{AgentTree, GroupNode, LlmNode, LoopNode, Node};
+use crate::engine::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 use crate::llm::{LlmClient, Provider, ToolSpec, build_client};
 use crate::mcp::ToolRegistry;
+use asg_shared::rest::ToolInfo;
 
 use super::StartupError;
 
@@ -17,6 +19,7 @@ use super::StartupError;
 struct Builder<'a> {
     config: &'a AgentConfig,
     tools: &'a ToolRegistry,
+    agents: &'a A2aClient,
     config_dir: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
     clients: HashMap<String, Arc<dyn LlmClient>>,
@@ -26,12 +29,14 @@ struct Builder<'a> {
 pub fn build_tree(
     config: &AgentConfig,
     tools: &ToolRegistry,
+    agents: &A2aClient,
     config_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<AgentTree, StartupError> {
     let mut builder = Builder {
         config,
         tools,
+        agents,
         config_dir,
         env,
         clients: HashMap::new(),
@@ -83,12 +88,15 @@ impl Builder<'_> {
                 max_iterations: node.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
                 allow_destructive: node.allow_destructive.unwrap_or(true),
             }),
-            NodeKind::A2a => {
-                return Err(StartupError(format!(
-                    "node {:?}: a2a nodes are not supported yet",
-                    node.name
-                )));
-            }
+            NodeKind::A2a => Node::A2a(A2aNode {
+                name: node.name.clone(),
+                agent: node.agent.clone().unwrap_or_default(),
+                prompt: node
+                    .prompt
+                    .clone()
+                    .unwrap_or_else(|| "{user_message}".to_string()),
+                output_key: node.output_key.clone(),
+            }),
         })
     }
 
@@ -118,11 +126,18 @@ impl Builder<'_> {
 
     /// The tools an `llm` node may use.
     fn tools_for(&self, node: &NodeConfig) -> Result<Arc<[ToolSpec]>, StartupError> {
+        let all: Vec<ToolInfo> = self
+            .tools
+            .tools()
+            .iter()
+            .cloned()
+            .chain(self.agents.tools())
+            .collect();
         if let Some(names) = &node.tools {
             for name in names {
-                if self.tools.tool(name).is_none() {
+                if !all.iter().any(|t| &t.name == name) {
                     return Err(StartupError(format!(
-                        "node {:?}: tool {name:?} is not offered by any MCP server",
+                        "node {:?}: tool {name:?} is not offered by any MCP server or sub-agent",
                         node.name
                     )));
                 }
@@ -138,9 +153,7 @@ impl Builder<'_> {
                 }
             }
         }
-        Ok(self
-            .tools
-            .tools()
+        Ok(all
             .iter()
             .filter(|t| {
                 node.tools
@@ -150,7 +163,7 @@ impl Builder<'_> {
             .filter(|t| {
                 node.mcp_servers
                     .as_ref()
-                    .is_none_or(|servers| servers.contains(&t.server))
+                    .is_none_or(|servers| t.source != "mcp" || servers.contains(&t.server))
             })
             .map(|t| ToolSpec {
                 name: t.name.clone(),

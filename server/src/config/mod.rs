@@ -64,6 +64,33 @@ pub struct AgentConfig {
     /// from `name` and `prompt`.
     #[serde(default)]
     pub agent: Option<NodeConfig>,
+    /// A2A sub-agents, offered to the model as tools.
+    #[serde(default)]
+    pub a2a: Vec<SubAgentConfig>,
+    /// Most agents one request may pass through (A -> B -> C ...); stops
+    /// delegation cycles.
+    #[serde(default = "default_max_delegation_depth")]
+    pub max_delegation_depth: u32,
+}
+
+/// One A2A sub-agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubAgentConfig {
+    /// Tool name the model uses to delegate to it.
+    pub name: String,
+    /// Its base URL (the card is discovered from the origin) or its
+    /// JSON-RPC endpoint. `${VAR}` / `${VAR:-default}` expand.
+    pub url: String,
+    /// What it does (offered to the model; default: the card's).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Delegating needs a human approval first.
+    #[serde(default, alias = "destructiveHint")]
+    pub destructive_hint: bool,
+    /// Seconds one delegation may take.
+    #[serde(default = "default_sub_agent_timeout")]
+    pub timeout_secs: u64,
 }
 
 /// `llm:` section.
@@ -167,6 +194,12 @@ fn default_tool_timeout() -> u64 {
 }
 fn default_max_tool_steps() -> usize {
     10
+}
+fn default_max_delegation_depth() -> u32 {
+    4
+}
+fn default_sub_agent_timeout() -> u64 {
+    120
 }
 
 /// A configuration problem, reported at startup.
@@ -272,6 +305,37 @@ impl AgentConfig {
         }
         if let Some(root) = &self.agent {
             tree::validate_tree(root, "agent")?;
+        }
+        let mut agent_names = std::collections::BTreeSet::new();
+        for (i, agent) in self.a2a.iter().enumerate() {
+            let field = format!("a2a[{i}]");
+            if agent.name.trim().is_empty() {
+                return Err((format!("{field}.name"), "must not be empty".into()));
+            }
+            if !(agent.url.starts_with("http://")
+                || agent.url.starts_with("https://")
+                || agent.url.starts_with("${"))
+            {
+                return Err((
+                    format!("{field}.url"),
+                    format!("must be an http(s) URL, got {:?}", agent.url),
+                ));
+            }
+            if agent.timeout_secs == 0 {
+                return Err((format!("{field}.timeout_secs"), "must be at least 1".into()));
+            }
+            if !agent_names.insert(agent.name.clone()) {
+                return Err((
+                    format!("{field}.name"),
+                    format!("duplicate sub-agent name {:?}", agent.name),
+                ));
+            }
+        }
+        if self.max_delegation_depth == 0 {
+            return Err(("max_delegation_depth".into(), "must be at least 1".into()));
+        }
+        if let Some(root) = &self.agent {
+            tree::check_agent_refs(root, "agent", &agent_names)?;
         }
         let mut names = std::collections::BTreeSet::new();
         for (i, server) in self.mcp_servers.iter_mut().enumerate() {

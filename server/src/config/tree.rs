@@ -53,13 +53,14 @@ pub struct NodeConfig {
     /// What the node does (documentation, agent card).
     #[serde(default)]
     pub description: Option<String>,
-    /// `llm`: system prompt with `{key}` / `{key?}` placeholders.
+    /// `llm`: system prompt; `a2a`: the message sent to the sub-agent
+    /// (default `{user_message}`). `{key}` / `{key?}` placeholders.
     #[serde(default)]
     pub prompt: Option<String>,
     /// `llm`: model for this node (any provider); default: `llm.model`.
     #[serde(default)]
     pub model: Option<String>,
-    /// `llm`: session-state key that receives the node's final text.
+    /// `llm` / `a2a`: session-state key that receives the node's output.
     #[serde(default)]
     pub output_key: Option<String>,
     /// `llm` inside a `loop`: offer the `exit_loop` tool.
@@ -77,6 +78,9 @@ pub struct NodeConfig {
     /// `loop`: most iterations (default 10).
     #[serde(default)]
     pub max_iterations: Option<usize>,
+    /// `a2a`: the sub-agent (a name from the `a2a:` section).
+    #[serde(default)]
+    pub agent: Option<String>,
     /// `parallel` / `loop`: run destructive tools without approval (the
     /// spec's behaviour, default true). When false, destructive calls in a
     /// `loop` stop for approval and resume; in a `parallel` node, where a
@@ -101,6 +105,7 @@ impl NodeConfig {
             agents: Vec::new(),
             max_iterations: None,
             allow_destructive: None,
+            agent: None,
         }
     }
 }
@@ -228,10 +233,15 @@ fn check_node(
             Ok(())
         }
     };
-    if node.kind != NodeKind::Llm {
+    if !matches!(node.kind, NodeKind::Llm | NodeKind::A2a) {
         not_for(node.prompt.is_some(), "prompt")?;
-        not_for(node.model.is_some(), "model")?;
         not_for(node.output_key.is_some(), "output_key")?;
+    }
+    if node.kind != NodeKind::A2a {
+        not_for(node.agent.is_some(), "agent")?;
+    }
+    if node.kind != NodeKind::Llm {
+        not_for(node.model.is_some(), "model")?;
         not_for(node.can_exit_loop, "can_exit_loop")?;
         not_for(node.tools.is_some(), "tools")?;
         not_for(node.mcp_servers.is_some(), "mcp_servers")?;
@@ -290,6 +300,29 @@ fn check_node(
     Ok(())
 }
 
+/// Checks that every `a2a` node names a configured sub-agent.
+pub fn check_agent_refs(
+    node: &NodeConfig,
+    field: &str,
+    agents: &BTreeSet<String>,
+) -> Result<(), (String, String)> {
+    if let Some(agent) = &node.agent
+        && !agents.contains(agent)
+    {
+        return Err((
+            format!("{field}.agent"),
+            format!(
+                "node {:?}: no sub-agent named {agent:?} in the `a2a:` section",
+                node.name
+            ),
+        ));
+    }
+    for (i, child) in node.agents.iter().enumerate() {
+        check_agent_refs(child, &format!("{field}.agents[{i}]"), agents)?;
+    }
+    Ok(())
+}
+
 /// Walks the tree in execution order; `available` holds the keys that are
 /// certainly set when a node starts.
 fn check_placeholders(
@@ -299,7 +332,7 @@ fn check_placeholders(
 ) -> Result<(), (String, String)> {
     match node.kind {
         NodeKind::Llm | NodeKind::A2a => {
-            for placeholder in placeholders(node.prompt.as_deref().unwrap_or("")) {
+            for placeholder in placeholders(node.prompt.as_deref().unwrap_or("{user_message}")) {
                 if !placeholder.optional && !available.contains(&placeholder.name) {
                     let known: Vec<&str> = available.iter().map(String::as_str).collect();
                     return Err((

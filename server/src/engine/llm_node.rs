@@ -9,9 +9,10 @@
 use asg_shared::{ApprovalState, Message, PendingApproval, Role, ToolCall, ToolResult};
 use async_trait::async_trait;
 use chrono::Utc;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
+use super::calls::{self, CallOutcome};
 use super::tree::LlmNode;
 use super::{EngineError, Inner, approval, history, new_message};
 use crate::context::RequestContext;
@@ -160,26 +161,29 @@ pub async fn run(
             message.tool_call = Some(tool_call(call, plan));
             record(&mut inv.own, rec, message);
         }
-        let mut paused = None;
+        let mut paused: Option<Box<PendingApproval>> = None;
         let mut exit = false;
         for (call, plan) in response.tool_calls.into_iter().zip(plans) {
-            let (content, is_error) = match plan {
-                Plan::Run => call_tool(inner, ctx, &call.name, call.arguments.clone()).await,
+            if paused.is_some() {
+                record(
+                    &mut inv.own,
+                    rec,
+                    result_message(&call.id, &call.name, skipped_text(), true),
+                );
+                continue;
+            }
+            let outcome = match plan {
+                Plan::Run => calls::execute(inner, ctx, &call.name, call.arguments.clone()).await,
                 Plan::RunUnapproved => {
                     tracing::warn!(node = %node.name, gate = ?inv.gate, tool = %call.name, "destructive tool runs WITHOUT approval (allow_destructive)");
-                    call_tool(inner, ctx, &call.name, call.arguments.clone()).await
+                    calls::execute(inner, ctx, &call.name, call.arguments.clone()).await
                 }
-                Plan::Unknown => (
+                Plan::Unknown => done(
                     format!("Unknown tool {:?}: no such tool is available.", call.name),
                     true,
                 ),
-                Plan::Skip => (
-                    "Not run: an earlier call of the same step is waiting for approval. \
-                     Ask again after the decision."
-                        .to_string(),
-                    true,
-                ),
-                Plan::Refuse => (
+                Plan::Skip => done(skipped_text(), true),
+                Plan::Refuse => done(
                     format!(
                         "Refused: {} is destructive and needs approval, which cannot be \
                          given inside this parallel node (allow_destructive is false).",
@@ -189,11 +193,10 @@ pub async fn run(
                 ),
                 Plan::Exit => {
                     exit = true;
-                    ("Loop exit requested.".to_string(), false)
+                    done("Loop exit requested.".to_string(), false)
                 }
                 Plan::Gate(uuid) => {
                     let description = inner
-                        .tools
                         .tool(&call.name)
                         .map(|info| {
                             approval::describe(&call.name, &info.description, &call.arguments)
@@ -215,11 +218,36 @@ pub async fn run(
                     continue;
                 }
             };
-            record(
-                &mut inv.own,
-                rec,
-                result_message(&call.id, &call.name, content, is_error),
-            );
+            match outcome {
+                CallOutcome::Done { content, is_error } => {
+                    record(
+                        &mut inv.own,
+                        rec,
+                        result_message(&call.id, &call.name, content, is_error),
+                    );
+                }
+                CallOutcome::Remote { agent, approval } if inv.gate == Gate::Approve => {
+                    paused = Some(Box::new(calls::proxy_approval(
+                        conversation_id,
+                        &call.id,
+                        Some(node.name.clone()),
+                        &agent,
+                        approval,
+                    )));
+                }
+                CallOutcome::Remote { agent, approval } => {
+                    let content = format!(
+                        "Sub-agent {agent} asks for approval of {} (its task {}), which cannot be \
+                         given inside this node ({:?}); decide on {agent} directly.",
+                        approval.tool_name, approval.task_id, inv.gate
+                    );
+                    record(
+                        &mut inv.own,
+                        rec,
+                        result_message(&call.id, &call.name, content, true),
+                    );
+                }
+            }
         }
         if let Some(pending) = paused {
             return Ok(NodeOutcome::Paused(pending));
@@ -251,7 +279,7 @@ fn plan(inner: &Inner, gate: &Gate, calls: &[LlmToolCall]) -> Vec<Plan> {
             if call.name == EXIT_LOOP_TOOL {
                 return Plan::Exit;
             }
-            match inner.tools.tool(&call.name) {
+            match inner.tool(&call.name) {
                 None => Plan::Unknown,
                 Some(info) if info.destructive_hint => match gate {
                     Gate::Approve => {
@@ -293,20 +321,14 @@ pub fn result_message(call_id: &str, name: &str, content: String, is_error: bool
     message
 }
 
-/// Runs a tool; failures become an error result the model can read.
-pub async fn call_tool(
-    inner: &Inner,
-    ctx: &RequestContext,
-    name: &str,
-    arguments: Map<String, Value>,
-) -> (String, bool) {
-    match inner.tools.call(name, arguments, ctx.bearer.as_ref()).await {
-        Ok(output) => (output.content, output.is_error),
-        Err(error) => {
-            tracing::warn!(tool = name, %error, "tool call failed");
-            (format!("Tool error: {error}"), true)
-        }
-    }
+fn done(content: String, is_error: bool) -> CallOutcome {
+    CallOutcome::Done { content, is_error }
+}
+
+fn skipped_text() -> String {
+    "Not run: an earlier call of the same step is waiting for approval. \
+     Ask again after the decision."
+        .to_string()
 }
 
 fn exit_loop_spec() -> ToolSpec {

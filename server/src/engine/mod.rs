@@ -15,6 +15,7 @@
 //!   is reported as interrupted, never re-run (see [`approval`]).
 
 pub mod approval;
+mod calls;
 mod history;
 mod index;
 mod llm_node;
@@ -31,13 +32,14 @@ use chrono::Utc;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
+use crate::a2a::client::A2aClient;
 use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
 use crate::store::Store;
 
 pub use llm_node::EXIT_LOOP_TOOL;
-pub use tree::{AgentTree, GroupNode, LlmNode, LoopNode, Node};
+pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
 use index::{ConversationIndex, Slot};
 use turn::Turn;
@@ -78,6 +80,12 @@ pub enum EngineError {
     /// The request is well-formed but unusable.
     #[error("{0}")]
     InvalidInput(String),
+    /// A sub-agent failed (in an `a2a` node); recorded in the conversation.
+    #[error("{message}")]
+    SubAgent {
+        message: String,
+        conversation: Arc<Conversation>,
+    },
     /// The model failed; the failure is recorded in the conversation.
     #[error("{error}")]
     Llm {
@@ -98,6 +106,8 @@ pub struct EngineParts {
     pub tree: AgentTree,
     /// Tool servers.
     pub tools: Arc<ToolRegistry>,
+    /// Sub-agents.
+    pub agents: Arc<A2aClient>,
     /// Persistence.
     pub store: Arc<dyn Store>,
     /// Most tool calls one node may chain in a turn.
@@ -113,6 +123,7 @@ pub struct Engine {
 struct Inner {
     tree: AgentTree,
     tools: Arc<ToolRegistry>,
+    agents: Arc<A2aClient>,
     store: Arc<dyn Store>,
     max_tool_steps: usize,
     index: ConversationIndex,
@@ -144,6 +155,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 tree: parts.tree,
                 tools: parts.tools,
+                agents: parts.agents,
                 store: parts.store,
                 max_tool_steps: parts.max_tool_steps,
                 index,
@@ -158,7 +170,9 @@ impl Engine {
 
     /// Every tool the model can be offered: MCP tools and sub-agents.
     pub fn tool_infos(&self) -> Vec<asg_shared::rest::ToolInfo> {
-        self.inner.tools.tools().to_vec()
+        let mut tools = self.inner.tools.tools().to_vec();
+        tools.extend(self.inner.agents.tools());
+        tools
     }
 
     /// The agent tree.

@@ -10,12 +10,13 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use asg_shared::{Message, PendingApproval, Role};
+use asg_shared::{ApprovalState, Message, PendingApproval, Role, ToolCall};
 use futures::future::BoxFuture;
 use uuid::Uuid;
 
+use super::calls::{self, CallOutcome};
 use super::llm_node::{self, Buffer, Gate, Invocation, NodeOutcome, Recorder};
-use super::tree::Node;
+use super::tree::{A2aNode, Node};
 use super::{EngineError, Inner, new_message};
 use crate::config::tree::resolve;
 use crate::context::RequestContext;
@@ -29,8 +30,16 @@ pub enum Flow {
     Exit(String),
     /// Stopped for approval.
     Paused(Pause),
-    /// A model call failed (recorded).
-    Failed(LlmError),
+    /// A model or sub-agent failed (recorded).
+    Failed(Failure),
+}
+
+/// Why a run failed.
+pub enum Failure {
+    /// A model call failed.
+    Llm(LlmError),
+    /// A sub-agent step failed, with the reason.
+    SubAgent(String),
 }
 
 /// Where a run stopped for approval.
@@ -173,7 +182,7 @@ impl Exec {
                             output_key: llm.output_key.clone(),
                             messages_from,
                         }),
-                        NodeOutcome::Failed(error) => Flow::Failed(error),
+                        NodeOutcome::Failed(error) => Flow::Failed(Failure::Llm(error)),
                     })
                 }
                 Node::Sequential(group) => {
@@ -214,6 +223,7 @@ impl Exec {
                     self.loop_iterations.remove(&lp.name);
                     Ok(Flow::Done(last))
                 }
+                Node::A2a(a2a) => self.run_a2a(a2a, path, resume, gate, rec).await,
                 Node::Parallel(group) => {
                     let gate = if group.allow_destructive {
                         Gate::RunUnapproved {
@@ -229,6 +239,125 @@ impl Exec {
                 }
             }
         })
+    }
+
+    /// An `a2a` step: one delegation, gated like a tool call. On resume,
+    /// the decision's recorded result is the step's output.
+    async fn run_a2a(
+        &mut self,
+        a2a: &A2aNode,
+        path: &mut Vec<usize>,
+        resume: Option<Resume>,
+        gate: Gate,
+        rec: &mut dyn Transcript,
+    ) -> Result<Flow, EngineError> {
+        let record = |rec: &mut dyn Transcript, mut message: Message| {
+            message.node = Some(a2a.name.clone());
+            rec.push(message);
+        };
+        if let Some(resume) = resume {
+            return Ok(
+                match resume.own.iter().rev().find(|m| m.role == Role::Tool) {
+                    Some(result) if !result.is_error => {
+                        self.set(&a2a.output_key, &result.content);
+                        Flow::Done(result.content.clone())
+                    }
+                    Some(result) => Flow::Failed(Failure::SubAgent(result.content.clone())),
+                    None => Flow::Failed(Failure::SubAgent(format!(
+                        "node {:?} resumed without a result",
+                        a2a.name
+                    ))),
+                },
+            );
+        }
+        let text = resolve(&a2a.prompt, &|k| self.lookup(k));
+        record(rec, new_message(Role::System, text.clone()));
+        let messages_from = rec.position();
+        let destructive = self
+            .inner
+            .tool(&a2a.agent)
+            .is_none_or(|t| t.destructive_hint);
+        let call_id = format!("a2a_{}", Uuid::new_v4().simple());
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("message".into(), serde_json::Value::String(text.clone()));
+        let gated = (destructive && gate == Gate::Approve).then(Uuid::new_v4);
+        let mut call = new_message(Role::Assistant, String::new());
+        call.tool_call = Some(ToolCall {
+            id: call_id.clone(),
+            name: a2a.agent.clone(),
+            arguments: arguments.clone(),
+            needs_approval: gated.is_some(),
+            approval_uuid: gated,
+            provider_signature: None,
+        });
+        record(rec, call);
+        let pause = |pending: PendingApproval| {
+            Flow::Paused(Pause {
+                pending: Box::new(pending),
+                path: path.clone(),
+                output_key: a2a.output_key.clone(),
+                messages_from,
+            })
+        };
+        if let Some(uuid) = gated {
+            return Ok(pause(PendingApproval {
+                uuid,
+                conversation_id: self.conversation_id,
+                tool_name: a2a.agent.clone(),
+                description: format!("Delegate to {}: {text}", a2a.agent),
+                tool_args: arguments,
+                created_at: chrono::Utc::now(),
+                call_id,
+                node: Some(a2a.name.clone()),
+                state: ApprovalState::Pending,
+                remote_task_id: None,
+                remote_agent_name: None,
+            }));
+        }
+        let outcome = match (&gate, destructive) {
+            (Gate::Refuse { container }, true) => CallOutcome::Done {
+                content: format!(
+                    "Refused: delegating to {} needs approval, which cannot be given inside {container:?}.",
+                    a2a.agent
+                ),
+                is_error: true,
+            },
+            (_, unapproved) => {
+                if unapproved {
+                    tracing::warn!(node = %a2a.name, gate = ?gate, agent = %a2a.agent, "destructive delegation runs WITHOUT approval (allow_destructive)");
+                }
+                calls::execute(&self.inner, &self.ctx, &a2a.agent, arguments).await
+            }
+        };
+        let (content, is_error) = match outcome {
+            CallOutcome::Remote { agent, approval } if gate == Gate::Approve => {
+                return Ok(pause(calls::proxy_approval(
+                    self.conversation_id,
+                    &call_id,
+                    Some(a2a.name.clone()),
+                    &agent,
+                    approval,
+                )));
+            }
+            CallOutcome::Remote { agent, approval } => (
+                format!(
+                    "Sub-agent {agent} asks for approval of {} (its task {}), which cannot be given here; decide on {agent} directly.",
+                    approval.tool_name, approval.task_id
+                ),
+                true,
+            ),
+            CallOutcome::Done { content, is_error } => (content, is_error),
+        };
+        record(
+            rec,
+            llm_node::result_message(&call_id, &a2a.agent, content.clone(), is_error),
+        );
+        rec.checkpoint().await?;
+        if is_error {
+            return Ok(Flow::Failed(Failure::SubAgent(content)));
+        }
+        self.set(&a2a.output_key, &content);
+        Ok(Flow::Done(content))
     }
 
     /// Children in order, resuming inside the first when asked.

@@ -24,6 +24,20 @@ pub enum Node {
     Parallel(GroupNode),
     /// Children repeated until `exit_loop` or `max_iterations`.
     Loop(LoopNode),
+    /// A remote A2A agent as a pipeline step.
+    A2a(A2aNode),
+}
+
+/// A sub-agent called as a step.
+pub struct A2aNode {
+    /// Unique node name.
+    pub name: String,
+    /// The sub-agent (name in the `a2a:` section).
+    pub agent: String,
+    /// Message sent to it; `{key}` placeholders resolve from session state.
+    pub prompt: String,
+    /// Session-state key for its answer.
+    pub output_key: Option<String>,
 }
 
 /// A model with a prompt and tools.
@@ -72,13 +86,14 @@ impl Node {
             Node::Llm(node) => &node.name,
             Node::Sequential(node) | Node::Parallel(node) => &node.name,
             Node::Loop(node) => &node.name,
+            Node::A2a(node) => &node.name,
         }
     }
 
     /// Children of a group node (none for `llm`).
     pub fn children(&self) -> &[Node] {
         match self {
-            Node::Llm(_) => &[],
+            Node::Llm(_) | Node::A2a(_) => &[],
             Node::Sequential(node) | Node::Parallel(node) => &node.children,
             Node::Loop(node) => &node.children,
         }

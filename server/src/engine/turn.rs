@@ -12,9 +12,10 @@ use asg_shared::{
 use async_trait::async_trait;
 use chrono::Utc;
 
+use super::calls::{self, CallOutcome};
 use super::index::Slot;
 use super::llm_node::{self, Gate, Invocation, NodeOutcome, Recorder};
-use super::run::{Exec, Flow, Pause, Resume, Transcript};
+use super::run::{Exec, Failure, Flow, Pause, Resume, Transcript};
 use super::tree::Node;
 use super::{EngineError, Inner, TurnOutcome, approval, history, new_message};
 use crate::context::RequestContext;
@@ -23,7 +24,9 @@ pub(crate) struct Turn<'a> {
     inner: Arc<Inner>,
     slot: &'a Slot,
     conversation: Conversation,
-    ctx: &'a RequestContext,
+    /// The request's context, with the conversation's own session id (so
+    /// every outbound call of this conversation carries the same one).
+    ctx: RequestContext,
 }
 
 #[async_trait]
@@ -48,8 +51,12 @@ impl<'a> Turn<'a> {
         inner: Arc<Inner>,
         slot: &'a Slot,
         conversation: Conversation,
-        ctx: &'a RequestContext,
+        ctx: &RequestContext,
     ) -> Turn<'a> {
+        let ctx = RequestContext {
+            session_id: conversation.session_id.clone(),
+            ..ctx.clone()
+        };
         Turn {
             inner,
             slot,
@@ -120,23 +127,57 @@ impl<'a> Turn<'a> {
         approve: bool,
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
-        let (content, is_error) = if approve {
+        let remote = pending
+            .remote_task_id
+            .clone()
+            .zip(pending.remote_agent_name.clone());
+        let outcome = if approve {
             // Durable before the call starts: a crash from here on is
             // reported as an interruption at restart, never re-run.
             pending.state = ApprovalState::Executing;
             self.conversation.pending_approval = Some(pending.clone());
             self.save().await?;
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
-            llm_node::call_tool(
-                &self.inner,
-                self.ctx,
-                &pending.tool_name,
-                pending.tool_args.clone(),
-            )
-            .await
+            match &remote {
+                Some((task, agent)) => {
+                    calls::forward_decision(&self.inner, &self.ctx, agent, task, true).await
+                }
+                None => {
+                    let args = pending.tool_args.clone();
+                    calls::execute(&self.inner, &self.ctx, &pending.tool_name, args).await
+                }
+            }
         } else {
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "rejected");
-            (approval::rejection_text(reason.as_deref()), true)
+            match &remote {
+                Some((task, agent)) => {
+                    calls::forward_decision(&self.inner, &self.ctx, agent, task, false).await
+                }
+                None => CallOutcome::Done {
+                    content: approval::rejection_text(reason.as_deref()),
+                    is_error: true,
+                },
+            }
+        };
+        let (content, is_error) = match outcome {
+            CallOutcome::Done { content, is_error } => (content, is_error),
+            CallOutcome::Remote { agent, approval } if approve => {
+                // The sub-agent (or one behind it) needs another decision:
+                // stop again on the same call, keeping the pipeline state.
+                let next = calls::proxy_approval(
+                    self.conversation.id,
+                    &pending.call_id,
+                    pending.node.clone(),
+                    &agent,
+                    approval,
+                );
+                let pipeline = self.conversation.pipeline_state.take();
+                return self.pause(Box::new(next), pipeline).await;
+            }
+            CallOutcome::Remote { agent, .. } => (
+                format!("Rejected by the user; {agent} still asks for an approval."),
+                true,
+            ),
         };
         let mut result =
             llm_node::result_message(&pending.call_id, &pending.tool_name, content, is_error);
@@ -228,8 +269,8 @@ impl<'a> Turn<'a> {
             exit_loop: false,
         };
         let id = self.conversation.id;
-        let ctx = self.ctx;
-        let outcome = llm_node::run(&inner, ctx, id, invocation, &mut self).await?;
+        let ctx = self.ctx.clone();
+        let outcome = llm_node::run(&inner, &ctx, id, invocation, &mut self).await?;
         match outcome {
             NodeOutcome::Answered(text) | NodeOutcome::ExitLoop(text) => Ok(self.outcome(text)),
             NodeOutcome::Paused(pending) => self.pause(pending, None).await,
@@ -292,8 +333,12 @@ impl<'a> Turn<'a> {
                 };
                 self.pause(pending, Some(state)).await
             }
-            Flow::Failed(error) => Err(EngineError::Llm {
+            Flow::Failed(Failure::Llm(error)) => Err(EngineError::Llm {
                 error,
+                conversation: self.slot.snapshot(),
+            }),
+            Flow::Failed(Failure::SubAgent(message)) => Err(EngineError::SubAgent {
+                message,
                 conversation: self.slot.snapshot(),
             }),
         }
