@@ -69,8 +69,14 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Starts `agent --config <config>` and waits until it serves `/health`.
+    /// Starts `agent --config <config>` on a free port and waits until it
+    /// serves `/health`.
     pub async fn start(config: &Path, options: AgentOptions) -> Agent {
+        Agent::start_on_port(config, options, 0).await
+    }
+
+    /// Like [`Agent::start`] on a given port (0: any free port).
+    pub async fn start_on_port(config: &Path, options: AgentOptions, port: u16) -> Agent {
         let (tmp, data_dir) = match options.data_dir {
             Some(dir) => (None, dir),
             None => {
@@ -83,7 +89,13 @@ impl Agent {
         command
             .arg("--config")
             .arg(config)
-            .args(["--host", "127.0.0.1", "--port", "0", "--data-dir"])
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--data-dir",
+            ])
             .arg(&data_dir)
             .env("RUST_LOG", "info")
             .env_remove("GEMINI_API_KEY")

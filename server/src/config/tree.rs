@@ -276,10 +276,20 @@ fn check_node(
             }
         }
         NodeKind::A2a => {
-            return err(
-                "type",
-                "a2a nodes need the A2A client, which this version does not include yet".into(),
-            );
+            if node.agent.as_deref().is_none_or(|a| a.trim().is_empty()) {
+                return err(
+                    "agent",
+                    "an a2a node needs `agent`: the name of an entry of the `a2a:` section".into(),
+                );
+            }
+            if let Some(key) = &node.output_key
+                && !is_key(key)
+            {
+                return err(
+                    "output_key",
+                    format!("{key:?} is not a valid key (letters, digits, _ - .)"),
+                );
+            }
         }
         NodeKind::Sequential | NodeKind::Parallel | NodeKind::Loop => {
             if node.agents.is_empty() {

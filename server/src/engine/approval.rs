@@ -41,7 +41,10 @@ pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) 
     );
     message.tool_result = Some(ToolResult {
         call_id: pending.call_id.clone(),
-        name: pending.tool_name.clone(),
+        name: pending
+            .remote_agent_name
+            .clone()
+            .unwrap_or_else(|| pending.tool_name.clone()),
         is_error: true,
     });
     message.node = pending.node.clone();

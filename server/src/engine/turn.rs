@@ -179,8 +179,13 @@ impl<'a> Turn<'a> {
                 true,
             ),
         };
-        let mut result =
-            llm_node::result_message(&pending.call_id, &pending.tool_name, content, is_error);
+        // A proxy approval shows the sub-agent's tool; the result answers
+        // the local call, which named the sub-agent.
+        let called = pending
+            .remote_agent_name
+            .as_deref()
+            .unwrap_or(&pending.tool_name);
+        let mut result = llm_node::result_message(&pending.call_id, called, content, is_error);
         result.node = pending.node.clone();
         self.conversation.messages.push(result);
         self.conversation.pending_approval = None;
@@ -239,7 +244,11 @@ impl<'a> Turn<'a> {
     ) -> Result<TurnOutcome, EngineError> {
         let reason = reason.unwrap_or_else(|| "canceled by the client".to_string());
         let text = approval::rejection_text(Some(&reason));
-        let mut result = llm_node::result_message(&pending.call_id, &pending.tool_name, text, true);
+        let called = pending
+            .remote_agent_name
+            .as_deref()
+            .unwrap_or(&pending.tool_name);
+        let mut result = llm_node::result_message(&pending.call_id, called, text, true);
         result.node = pending.node.clone();
         self.conversation.messages.push(result);
         let answer = format!("Canceled: {} was not run ({reason}).", pending.tool_name);
