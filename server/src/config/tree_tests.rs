@@ -126,3 +126,39 @@ fn placeholders_are_found_resolved_and_escaped() {
         "a X b  {literal} {not a key} {}"
     );
 }
+
+#[test]
+fn a2a_nodes_and_sub_agents_are_checked() {
+    let ok = parse(
+        r#"
+a2a:
+  - { name: resources, url: "http://b:8082", destructiveHint: true }
+agent:
+  type: sequential
+  name: s
+  agents:
+    - { type: a2a, name: delegate, agent: resources, prompt: "Do: {user_message}", output_key: out }
+    - { type: llm, name: report, prompt: "Report {out}" }
+"#,
+    )
+    .unwrap();
+    assert!(ok.a2a[0].destructive_hint);
+    let cases = [
+        ("agent: { type: a2a, name: d }", "an a2a node needs `agent`"),
+        (
+            "a2a: [{ name: x, url: \"http://x\" }]\nagent: { type: a2a, name: d, agent: y }",
+            "agent.agent: node \"d\": no sub-agent named \"y\"",
+        ),
+        (
+            "a2a: [{ name: x, url: \"http://x\" }, { name: x, url: \"http://y\" }]",
+            "a2a[1].name: duplicate sub-agent name",
+        ),
+        ("a2a: [{ name: x, url: \"ftp://x\" }]", "a2a[0].url: must be an http(s) URL"),
+        ("agent: { type: llm, name: a, prompt: p, agent: x }", "`agent` does not apply to llm nodes"),
+        ("max_delegation_depth: 0", "max_delegation_depth: must be at least 1"),
+    ];
+    for (yaml, needle) in cases {
+        let err = parse(yaml).expect_err(yaml);
+        assert!(err.contains(needle), "{yaml}\n  -> {err}\n  lacks {needle:?}");
+    }
+}
