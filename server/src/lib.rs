@@ -12,3 +12,4 @@ pub mod llm;
 pub mod mcp;
 pub mod resources;
 pub mod store;
+pub mod web;

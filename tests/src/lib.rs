@@ -464,3 +464,66 @@ pub fn mcp_children_for(data_dir: &Path) -> Vec<u32> {
     }
     pids
 }
+
+/// A running `web` process (the chat server) on a free port.
+pub struct WebServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl WebServer {
+    /// Starts `web` proxying to `agent_url`, serving `dist_dir`.
+    pub fn start(agent_url: &str, dist_dir: &Path) -> WebServer {
+        let mut child = Command::new(binary("web"))
+            .arg("--config")
+            .arg(workspace_root().join("config/web.yaml"))
+            .args([
+                "--port",
+                "0",
+                "--host",
+                "127.0.0.1",
+                "--agent-url",
+                agent_url,
+                "--dist-dir",
+            ])
+            .arg(dist_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start the web binary");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let port = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(port) = line
+                        .split("listening on http://127.0.0.1:")
+                        .nth(1)
+                        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                        .and_then(|p| p.parse::<u16>().ok())
+                    {
+                        break port;
+                    }
+                }
+                _ => {
+                    let _ = child.kill();
+                    panic!("the web binary did not start");
+                }
+            }
+        };
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        WebServer {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

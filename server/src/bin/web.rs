@@ -1,0 +1,82 @@
+//! `web`: serves the browser chat and proxies `/api/*` to the agent.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agent_server::app::shutdown_signal;
+use agent_server::web::{WebConfig, router};
+use clap::Parser;
+
+/// Agent Stop and Go web chat: serves the chat bundle and proxies the
+/// agent's REST API under /api.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// The web configuration file.
+    #[arg(long, short, default_value = "config/web.yaml", env = "WEB_CONFIG")]
+    config: PathBuf,
+    /// Overrides `agent_url`.
+    #[arg(long)]
+    agent_url: Option<String>,
+    /// Overrides `port` (0 picks a free port).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Overrides `host`.
+    #[arg(long)]
+    host: Option<String>,
+    /// Overrides `dist_dir`.
+    #[arg(long)]
+    dist_dir: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_ansi(false)
+        .init();
+    match run(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let mut config = WebConfig::load(&args.config)?;
+    if let Some(url) = args.agent_url {
+        config.agent_url = url;
+    }
+    if let Some(port) = args.port {
+        config.port = port;
+    }
+    if let Some(host) = args.host {
+        config.host = host;
+    }
+    if let Some(dist) = args.dist_dir {
+        config.dist_dir = dist;
+    }
+    let address = format!("{}:{}", config.host, config.port);
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    println!(
+        "web chat listening on http://{bound} (agent {}) — open http://{}:{}/",
+        config.agent_url,
+        if config.host == "0.0.0.0" {
+            "localhost"
+        } else {
+            &config.host
+        },
+        bound.port()
+    );
+    axum::serve(listener, router(&config))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| format!("server error: {e}"))
+}

@@ -1,0 +1,115 @@
+//! `/api/*` -> the agent, streaming both ways.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::TryStreamExt;
+
+/// Request headers passed to the agent.
+const FORWARDED_REQUEST: [&str; 5] = [
+    "content-type",
+    "accept",
+    "authorization",
+    "x-session-id",
+    "last-event-id",
+];
+
+/// Response headers passed back to the browser.
+const FORWARDED_RESPONSE: [&str; 3] = ["content-type", "cache-control", "x-session-id"];
+
+/// Largest request body forwarded.
+const MAX_BODY: usize = 1024 * 1024;
+
+/// The agent's base URL and an HTTP client.
+pub struct Proxy {
+    agent_url: String,
+    http: reqwest::Client,
+}
+
+impl Proxy {
+    /// A proxy to `agent_url`.
+    pub fn new(agent_url: &str) -> Proxy {
+        Proxy {
+            agent_url: agent_url.trim_end_matches('/').to_string(),
+            http: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(5))
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Forwards one request.
+pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().strip_prefix("/api").unwrap_or_default();
+    let query = parts
+        .uri
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    let url = format!(
+        "{}{}{query}",
+        proxy.agent_url,
+        if path.is_empty() { "/" } else { path }
+    );
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "request body too large".into(),
+        );
+    };
+    let mut outgoing = proxy.http.request(parts.method.clone(), &url).body(body);
+    for name in FORWARDED_REQUEST {
+        if let Some(value) = parts.headers.get(name) {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    let upstream = match outgoing.send().await {
+        Ok(upstream) => upstream,
+        Err(e) => {
+            tracing::warn!(agent = %proxy.agent_url, error = %e, "agent unreachable");
+            return error(
+                StatusCode::BAD_GATEWAY,
+                "agent_unreachable",
+                format!(
+                    "cannot reach the agent at {}; is it running?",
+                    proxy.agent_url
+                ),
+            );
+        }
+    };
+    let mut response = Response::builder().status(upstream.status().as_u16());
+    for name in FORWARDED_RESPONSE {
+        if let Some(value) = upstream.headers().get(name)
+            && let Ok(value) = HeaderValue::from_bytes(value.as_bytes())
+        {
+            response = response.header(name, value);
+        }
+    }
+    // Server-sent events must not be buffered by anything in between.
+    response = response.header("x-accel-buffering", "no");
+    let stream = upstream.bytes_stream().map_err(std::io::Error::other);
+    response
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| {
+            error(
+                StatusCode::BAD_GATEWAY,
+                "bad_gateway",
+                "invalid agent answer".into(),
+            )
+        })
+}
+
+fn error(status: StatusCode, code: &str, message: String) -> Response {
+    (
+        status,
+        axum::Json(serde_json::json!({"error": {"code": code, "message": message}})),
+    )
+        .into_response()
+}
