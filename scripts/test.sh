@@ -22,10 +22,18 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy (warnings are errors)"
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --all-targets -- -D warnings
 
 step "shared types build for wasm32 (the web chat uses them)"
 cargo build --quiet -p asg-shared --target wasm32-unknown-unknown
 
+step "A2A Python SDK for the interop test (tests/tests/a2a_interop.rs)"
+A2A_SDK_VERSION=1.3.0
+if python3 -c "import importlib.metadata as m, a2a, sys; sys.exit(m.version('a2a-sdk') != '${A2A_SDK_VERSION}')" 2>/dev/null; then
+  echo "a2a-sdk ${A2A_SDK_VERSION} already installed"
+else
+  python3 -m pip install --quiet --disable-pip-version-check "a2a-sdk[http-server]==${A2A_SDK_VERSION}"
+fi
+
 step "cargo test (unit, router and scenario tests)"
-cargo test --workspace
+cargo test

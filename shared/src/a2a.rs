@@ -122,6 +122,21 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    /// The kebab-case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Submitted => "submitted",
+            TaskState::Working => "working",
+            TaskState::InputRequired => "input-required",
+            TaskState::Completed => "completed",
+            TaskState::Canceled => "canceled",
+            TaskState::Failed => "failed",
+            TaskState::Rejected => "rejected",
+            TaskState::AuthRequired => "auth-required",
+            TaskState::Unknown => "unknown",
+        }
+    }
+
     /// No further change is possible.
     pub fn is_terminal(self) -> bool {
         matches!(
@@ -508,4 +523,10 @@ pub mod approval_keys {
     pub const DESCRIPTION: &str = "description";
     /// Decision key in a continuation's data part.
     pub const APPROVED: &str = "approved";
+    /// Optional reason next to [`APPROVED`] in a continuation's data part.
+    pub const REASON: &str = "reason";
+    /// Sub-agent that asks, when the approval is a proxy for it.
+    pub const REMOTE_AGENT_NAME: &str = "remote_agent_name";
+    /// Task id at that sub-agent, when the approval is a proxy.
+    pub const REMOTE_TASK_ID: &str = "remote_task_id";
 }

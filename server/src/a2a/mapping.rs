@@ -10,10 +10,6 @@
 //!   answer → `completed` (with the answer as an artifact), or `failed` when
 //!   that answer is an error report; otherwise a turn is under way →
 //!   `working`.
-//!
-//! Inbound: [`decision`] reads an approval decision from a continuation
-//! message (a text such as "approved" / "no", or a data part
-//! `{"approved": bool}`).
 
 use asg_shared::a2a::{
     A2aMessage, Artifact, MessageRole, Part, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -248,57 +244,6 @@ pub fn progress(event: &ConversationEvent, at: &TaskRef) -> Option<TaskStatus> {
     })
 }
 
-/// An approval decision read from a continuation: `Ok(None)` when the
-/// message is not one, `Err` when its data part is malformed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// Approve (run the call) or reject.
-    pub approve: bool,
-    /// Why, if the client said.
-    pub reason: Option<String>,
-    /// The approval the client meant, if it named one.
-    pub approval_uuid: Option<String>,
-}
-
-/// Reads a decision: a data part with a boolean `approved` (optional
-/// `reason`, `approval_uuid`), or a whole text of approved / approve / yes
-/// or rejected / reject / no (case-insensitive, trimmed).
-pub fn decision(message: &A2aMessage) -> Result<Option<Decision>, String> {
-    for part in &message.parts {
-        let Part::Data { data, .. } = part else {
-            continue;
-        };
-        let Some(approved) = data.get(approval_keys::APPROVED) else {
-            continue;
-        };
-        let approve = approved.as_bool().ok_or_else(|| {
-            format!("data part field `approved` must be a boolean, got {approved}")
-        })?;
-        let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
-        return Ok(Some(Decision {
-            approve,
-            reason: text(approval_keys::REASON),
-            approval_uuid: text(approval_keys::APPROVAL_UUID),
-        }));
-    }
-    let text = message.text();
-    let word = text
-        .trim()
-        .trim_end_matches(['.', '!'])
-        .trim()
-        .to_ascii_lowercase();
-    let approve = match word.as_str() {
-        "approved" | "approve" | "yes" => true,
-        "rejected" | "reject" | "no" => false,
-        _ => return Ok(None),
-    };
-    Ok(Some(Decision {
-        approve,
-        reason: None,
-        approval_uuid: None,
-    }))
-}
-
 fn is_answer(message: &Message) -> bool {
     message.role == Role::Assistant && message.tool_call.is_none()
 }
@@ -473,49 +418,5 @@ mod tests {
             .collect();
         assert_eq!(last, ["2", "3", "4"]);
         assert_eq!(history(&c, &at, Some(99)).len(), 4);
-    }
-
-    fn user(parts: Vec<Part>) -> A2aMessage {
-        A2aMessage {
-            role: MessageRole::User,
-            parts,
-            message_id: "m".into(),
-            task_id: None,
-            context_id: None,
-            reference_task_ids: Vec::new(),
-            metadata: None,
-            kind: "message".into(),
-        }
-    }
-
-    #[test]
-    fn decisions_from_text_and_data() {
-        let said = |text: &str| {
-            decision(&user(vec![Part::text(text)]))
-                .unwrap()
-                .map(|d| d.approve)
-        };
-        for yes in ["approved", " Approve ", "YES", "yes."] {
-            assert_eq!(said(yes), Some(true), "{yes}");
-        }
-        for no in ["rejected", "Reject", "no", "NO!"] {
-            assert_eq!(said(no), Some(false), "{no}");
-        }
-        for other in ["yes please do it", "list resources", ""] {
-            assert_eq!(said(other), None, "{other}");
-        }
-        let data = |v: Value| Part::data(v.as_object().cloned().unwrap());
-        let d = decision(&user(vec![data(
-            json!({"approved": false, "reason": "not now"}),
-        )]))
-        .unwrap()
-        .unwrap();
-        assert!(!d.approve);
-        assert_eq!(d.reason.as_deref(), Some("not now"));
-        assert!(decision(&user(vec![data(json!({"approved": "yes"}))])).is_err());
-        assert_eq!(
-            decision(&user(vec![data(json!({"other": 1}))])).unwrap(),
-            None
-        );
     }
 }

@@ -1,9 +1,468 @@
-//! Placeholder until the A2A server lands.
-use axum::Router;
+//! The A2A server: the agent card routes and `POST /a2a`, a JSON-RPC 2.0
+//! endpoint (A2A v0.3) over the same engine as the REST API, so both
+//! views of a conversation always agree (task id = conversation id).
+//!
+//! The body is parsed by hand so every failure gets its JSON-RPC code
+//! (HTTP status stays 200): -32700 not JSON, -32600 not a request,
+//! -32601 unknown method, -32602 bad params, -32001 unknown task (also
+//! for an id that is not a UUID: nothing else reaches the store),
+//! -32002 not cancelable, -32003 push notifications, -32005 unsupported
+//! content, -32603 internal. A model failure is not an error: the task
+//! comes back `failed` with the reason in its status message.
+//!
+//! Context ids: a task's `contextId` is the client's when it sent one,
+//! else the conversation id. The client's ids live in memory only
+//! ([`Contexts`]); after a restart a task reports its conversation id
+//! until the client sends its context id again.
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use asg_shared::a2a::{A2aMessage, JsonRpcResponse, Part, Task, TaskState, error_codes};
+use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::card;
+use super::mapping;
+use super::stream;
 use crate::api::AppState;
+use crate::api::extract::{Ctx, session_from_headers};
+use crate::api::logging::ConversationTag;
+use crate::context::RequestContext;
+use crate::engine::{Engine, EngineError, MAX_MESSAGE_BYTES, TurnOutcome};
+mod rpc;
 
-/// The A2A routes.
+pub(crate) use rpc::{
+    Decision, RpcError, error_response, parse_envelope, parse_query, parse_send, result_response,
+};
+
+/// Client context ids remembered at most (oldest forgotten first).
+const MAX_CONTEXTS: usize = 10_000;
+/// Longest context id accepted.
+const MAX_CONTEXT_ID: usize = 256;
+
+/// The card routes and the JSON-RPC endpoint.
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(card::agent_card_handler),
+        )
+        .route("/.well-known/agent.json", get(card::agent_card_handler))
+        .route(card::RPC_PATH, post(rpc))
+        .layer(Extension(Contexts::default()))
 }
+
+/// What a JSON-RPC call needs besides its params.
+#[derive(Clone)]
+pub(crate) struct Call {
+    pub state: AppState,
+    pub contexts: Contexts,
+    pub ctx: RequestContext,
+    /// The request carried its own `X-Session-ID`.
+    pub has_session: bool,
+    /// The request id, echoed in every response.
+    pub id: Value,
+}
+
+/// Client context ids by task, in memory.
+#[derive(Clone, Default)]
+pub(crate) struct Contexts(Arc<Mutex<ContextMap>>);
+
+#[derive(Default)]
+struct ContextMap {
+    by_task: HashMap<Uuid, String>,
+    /// Insertion order, to forget the oldest first.
+    order: VecDeque<Uuid>,
+}
+
+impl Contexts {
+    /// The task's context id: the client's, or the conversation id.
+    pub(crate) fn get(&self, task: Uuid) -> String {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.by_task
+            .get(&task)
+            .cloned()
+            .unwrap_or_else(|| task.to_string())
+    }
+
+    /// Remembers a client's context id for a task.
+    pub(crate) fn remember(&self, task: Uuid, context: &str) {
+        if context == task.to_string() {
+            return;
+        }
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if map.by_task.insert(task, context.to_string()).is_none() {
+            map.order.push_back(task);
+        }
+        while map.order.len() > MAX_CONTEXTS {
+            if let Some(old) = map.order.pop_front() {
+                map.by_task.remove(&old);
+            }
+        }
+    }
+}
+
+async fn rpc(
+    State(state): State<AppState>,
+    Extension(contexts): Extension<Contexts>,
+    Ctx(ctx): Ctx,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (id, method, params) = match parse_envelope(&body) {
+        Ok(request) => request,
+        Err((id, error)) => return json_response(error_response(id, error), None),
+    };
+    let call = Call {
+        state,
+        contexts,
+        ctx,
+        has_session: session_from_headers(&headers).is_some(),
+        id: id.clone(),
+    };
+    let result = match method.as_str() {
+        "message/send" => message_send(&call, params).await,
+        "message/stream" => return stream::message_stream(call, params).await,
+        "tasks/resubscribe" => return stream::resubscribe(call, params).await,
+        "tasks/get" => tasks_get(&call, params),
+        "tasks/cancel" => tasks_cancel(&call, params).await,
+        "tasks/pushNotificationConfig/set"
+        | "tasks/pushNotificationConfig/get"
+        | "tasks/pushNotificationConfig/list"
+        | "tasks/pushNotificationConfig/delete" => Err(RpcError::new(
+            error_codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+        )),
+        other => Err(RpcError::new(
+            error_codes::METHOD_NOT_FOUND,
+            format!(
+                "method {other:?} not found; supported: message/send, message/stream, \
+                 tasks/get, tasks/cancel, tasks/resubscribe"
+            ),
+        )),
+    };
+    match result {
+        Ok(conversation) => {
+            let tag = tag(&conversation.0);
+            json_response(result_response(id, &conversation.1), Some(tag))
+        }
+        Err(error) => json_response(error_response(id, error), None),
+    }
+}
+
+type Answer = Result<(Arc<Conversation>, Task), RpcError>;
+
+/// What a `message/send` asks for.
+pub(crate) enum Action {
+    /// A new conversation with this first message.
+    Create(String),
+    /// A new user turn in a conversation.
+    Send(Uuid, String),
+    /// A decision on the pending approval (second) of a conversation.
+    Decide(Uuid, Uuid, Decision),
+    /// Text for a conversation that waits for this decision: not
+    /// processed.
+    StillWaiting(Box<PendingApproval>),
+}
+
+impl Action {
+    /// The conversation it continues, if any.
+    pub(crate) fn task(&self) -> Option<Uuid> {
+        match self {
+            Action::Create(_) => None,
+            Action::Send(id, _) | Action::Decide(id, _, _) => Some(*id),
+            Action::StillWaiting(pending) => Some(pending.conversation_id),
+        }
+    }
+}
+
+/// Decides what a message means; `call.ctx` takes the conversation's
+/// session id when the request brought none.
+pub(crate) fn prepare(
+    call: &mut Call,
+    message: &A2aMessage,
+) -> Result<(Action, Option<String>), RpcError> {
+    let client_context = match &message.context_id {
+        Some(c) if c.trim().is_empty() || c.len() > MAX_CONTEXT_ID => {
+            return Err(RpcError::invalid_params(format!(
+                "params.message.contextId must be 1 to {MAX_CONTEXT_ID} characters"
+            )));
+        }
+        other => other.clone(),
+    };
+    let text = message.text();
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(RpcError::invalid_params(format!(
+            "params.message text is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+            text.len()
+        )));
+    }
+    let decision = rpc::decision(message)
+        .map_err(|e| RpcError::invalid_params(format!("params.message: {e}")))?;
+    let no_text = || {
+        let only_files = message.parts.iter().all(|p| matches!(p, Part::File { .. }));
+        if only_files {
+            RpcError::new(
+                error_codes::CONTENT_TYPE_NOT_SUPPORTED,
+                "file parts are not supported; send a text part",
+            )
+        } else {
+            RpcError::invalid_params(
+                "params.message has no text: send a text part (or an approval data part to a waiting task)",
+            )
+        }
+    };
+    let Some(raw) = &message.task_id else {
+        if text.trim().is_empty() {
+            return Err(no_text());
+        }
+        return Ok((Action::Create(text), client_context));
+    };
+    let id = Uuid::parse_str(raw).map_err(|_| RpcError::task_not_found(raw))?;
+    let conversation = call
+        .state
+        .engine
+        .get(id)
+        .ok_or_else(|| RpcError::task_not_found(raw))?;
+    let known = call.contexts.get(id);
+    if let Some(context) = &client_context
+        && *context != known
+        && known != id.to_string()
+    {
+        return Err(RpcError::invalid_params(format!(
+            "params.message.contextId {context:?} is not the context of task {id} ({known:?})"
+        )));
+    }
+    if !call.has_session {
+        call.ctx.session_id = conversation.session_id.clone();
+    }
+    let state = mapping::task_state(&conversation);
+    let action = match (
+        conversation.status,
+        &conversation.pending_approval,
+        decision,
+    ) {
+        (ConversationStatus::Completed | ConversationStatus::Canceled, _, _) => {
+            return Err(RpcError::invalid_params(format!(
+                "task {id} is {} and takes no more messages; send a message without taskId to start a new task",
+                state.as_str()
+            )));
+        }
+        (ConversationStatus::WaitingApproval, Some(pending), decision)
+            if pending.state == ApprovalState::Pending =>
+        {
+            match decision {
+                Some(d)
+                    if d.approval_uuid
+                        .as_deref()
+                        .is_some_and(|u| u != pending.uuid.to_string()) =>
+                {
+                    return Err(RpcError::invalid_params(format!(
+                        "approval_uuid {:?} is not the pending approval of task {id} ({})",
+                        d.approval_uuid.unwrap_or_default(),
+                        pending.uuid
+                    )));
+                }
+                Some(d) => Action::Decide(id, pending.uuid, d),
+                None => Action::StillWaiting(Box::new(pending.clone())),
+            }
+        }
+        (_, _, decision) if text.trim().is_empty() => {
+            return Err(match decision {
+                Some(_) => {
+                    RpcError::invalid_params(format!("task {id} is not waiting for an approval"))
+                }
+                None => no_text(),
+            });
+        }
+        _ => Action::Send(id, text),
+    };
+    Ok((action, client_context.or(Some(known))))
+}
+
+/// Runs an action that needs the engine.
+pub(crate) async fn execute(
+    engine: &Engine,
+    ctx: &RequestContext,
+    action: Action,
+) -> Result<TurnOutcome, EngineError> {
+    match action {
+        Action::Create(text) => engine.create(ctx, Some(text)).await,
+        Action::Send(id, text) => engine.send(id, ctx, text).await,
+        Action::Decide(_, uuid, d) => {
+            engine
+                .resolve_approval(uuid, ctx, d.approve, d.reason)
+                .await
+        }
+        Action::StillWaiting(pending) => Err(EngineError::WaitingApproval(pending)),
+    }
+}
+
+/// The conversation a finished turn left behind (and whether the message
+/// was left unprocessed because a decision is awaited), or the error to
+/// answer. A failed model is a `failed` task, not an error.
+pub(crate) fn settled(
+    engine: &Engine,
+    result: Result<TurnOutcome, EngineError>,
+) -> Result<(Arc<Conversation>, bool), RpcError> {
+    match result {
+        Ok(outcome) => Ok((outcome.conversation, false)),
+        Err(EngineError::Llm { conversation, .. } | EngineError::SubAgent { conversation, .. }) => {
+            Ok((conversation, false))
+        }
+        Err(EngineError::WaitingApproval(pending)) => engine
+            .get(pending.conversation_id)
+            .map(|c| (c, true))
+            .ok_or_else(|| RpcError::task_not_found(&pending.conversation_id.to_string())),
+        Err(error) => Err(engine_error(&error)),
+    }
+}
+
+/// The JSON-RPC error for an engine error.
+pub(crate) fn engine_error(error: &EngineError) -> RpcError {
+    match error {
+        EngineError::ConversationNotFound(id) => RpcError::task_not_found(&id.to_string()),
+        EngineError::ApprovalNotFound(_)
+        | EngineError::InvalidInput(_)
+        | EngineError::Completed(_) => RpcError::invalid_params(error.to_string()),
+        EngineError::AlreadyResolved { uuid, conversation } => RpcError::invalid_params(format!(
+            "approval {uuid} was already decided; the task is now {}",
+            mapping::task_state(conversation).as_str()
+        )),
+        EngineError::NotCancelable(_) => {
+            RpcError::new(error_codes::TASK_NOT_CANCELABLE, error.to_string())
+        }
+        other => {
+            tracing::error!(error = %other, "A2A request failed");
+            RpcError::new(
+                error_codes::INTERNAL_ERROR,
+                format!("internal error: {other}"),
+            )
+        }
+    }
+}
+
+/// The task to answer with, plus the note for text sent while waiting.
+pub(crate) fn answer_task(
+    conversation: &Conversation,
+    context: &str,
+    history_length: Option<usize>,
+    not_processed: bool,
+) -> Task {
+    let mut task = mapping::to_task(conversation, context, history_length);
+    if not_processed
+        && let Some(Part::Text { text, .. }) = task
+            .status
+            .message
+            .as_mut()
+            .and_then(|m| m.parts.first_mut())
+    {
+        *text = format!(
+            "Your message was not processed: this task is waiting for an approval decision. {text}"
+        );
+    }
+    task
+}
+
+async fn message_send(call: &Call, params: Option<Value>) -> Answer {
+    let request = parse_send(params)?;
+    let mut call = call.clone();
+    let (action, context) = prepare(&mut call, &request.message)?;
+    let engine = &call.state.engine;
+    let (conversation, not_processed) = settled(engine, execute(engine, &call.ctx, action).await)?;
+    let context = context.unwrap_or_else(|| conversation.id.to_string());
+    call.contexts.remember(conversation.id, &context);
+    let task = answer_task(
+        &conversation,
+        &context,
+        request.history_length,
+        not_processed,
+    );
+    Ok((conversation, task))
+}
+
+fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
+    let (id, history_length) = parse_query(params)?;
+    let conversation = call
+        .state
+        .engine
+        .get(id)
+        .ok_or_else(|| RpcError::task_not_found(&id.to_string()))?;
+    let mut task = mapping::to_task(&conversation, &call.contexts.get(id), history_length);
+    mark_running(&mut task, call.state.engine.is_running(id));
+    Ok((conversation, task))
+}
+
+/// A turn in progress is `working`, whatever the last saved step says
+/// (between two pipeline steps the snapshot looks answered).
+pub(crate) fn mark_running(task: &mut asg_shared::a2a::Task, running: bool) {
+    if running && task.status.state != TaskState::InputRequired {
+        task.status.state = TaskState::Working;
+        task.status.message = None;
+    }
+}
+
+async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
+    let (id, history_length) = parse_query(params)?;
+    let conversation = call
+        .state
+        .engine
+        .get(id)
+        .ok_or_else(|| RpcError::task_not_found(&id.to_string()))?;
+    let state = mapping::task_state(&conversation);
+    let not_cancelable = |state: TaskState| {
+        RpcError::new(
+            error_codes::TASK_NOT_CANCELABLE,
+            format!(
+                "task {id} is {} and cannot be canceled; only a task waiting for an approval (input-required) can be",
+                state.as_str()
+            ),
+        )
+    };
+    if state.is_terminal() {
+        return Err(not_cancelable(state));
+    }
+    let reason = Some("canceled by the A2A client (tasks/cancel)".to_string());
+    let conversation = match call.state.engine.cancel(id, &call.ctx, reason).await {
+        Ok(outcome) => outcome.conversation,
+        Err(EngineError::NotCancelable(_)) => {
+            let now = call
+                .state
+                .engine
+                .get(id)
+                .map_or(state, |c| mapping::task_state(&c));
+            return Err(not_cancelable(now));
+        }
+        Err(error) => return Err(engine_error(&error)),
+    };
+    let task = mapping::to_task(&conversation, &call.contexts.get(id), history_length);
+    Ok((conversation, task))
+}
+
+/// Names the conversation in the request log.
+pub(crate) fn tag(conversation: &Conversation) -> ConversationTag {
+    ConversationTag {
+        id: conversation.id,
+        session_id: conversation.session_id.clone(),
+    }
+}
+
+fn json_response(body: JsonRpcResponse, tag: Option<ConversationTag>) -> Response {
+    let mut response = Json(body).into_response();
+    if let Some(tag) = tag {
+        response.extensions_mut().insert(tag);
+    }
+    response
+}
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

@@ -1,1 +1,332 @@
-//! Placeholder.
+//! `message/stream` and `tasks/resubscribe`: server-sent events whose
+//! every `data:` is a whole JSON-RPC response. The first result is the
+//! task, then `working` status updates (turn started, tool call started
+//! or finished), then for a completed turn an artifact update with the
+//! answer, and last a status update with `final: true` (`completed`,
+//! `input-required` with the approval parts, `failed` or `canceled`).
+//!
+//! `message/stream` subscribes to the conversation before the turn starts
+//! and runs the turn in its own task, so a client that goes away never
+//! interrupts it. Errors found after the method is known are sent as one
+//! SSE event carrying the JSON-RPC error, as SSE clients expect.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use asg_shared::Conversation;
+use asg_shared::a2a::{JsonRpcResponse, SendResult, TaskState, TaskStatus, error_codes};
+use asg_shared::events::ConversationEvent;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use futures::stream;
+use serde_json::Value;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+
+use super::mapping::{self, TaskRef};
+use super::server::{
+    Action, Call, RpcError, answer_task, error_response, execute, parse_query, parse_send, prepare,
+    result_response, settled, tag,
+};
+use crate::api::logging::ConversationTag;
+use crate::engine::{EngineError, TurnOutcome};
+
+/// Events buffered for a slow client before the forwarder waits.
+const BUFFER: usize = 64;
+
+/// `message/stream`: like `message/send`, as a stream of events.
+pub(crate) async fn message_stream(call: Call, params: Option<Value>) -> Response {
+    let id = call.id.clone();
+    match start_turn(call, params).await {
+        Ok(response) => response,
+        Err(error) => sse_error(id, error),
+    }
+}
+
+async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, RpcError> {
+    let request = parse_send(params)?;
+    let (action, context) = prepare(&mut call, &request.message)?;
+    let engine = call.state.engine.clone();
+    let history_length = request.history_length;
+    if let Action::StillWaiting(_) = action {
+        let (conversation, _) = settled(&engine, execute(&engine, &call.ctx, action).await)?;
+        let context = context.unwrap_or_else(|| conversation.id.to_string());
+        let task = answer_task(&conversation, &context, history_length, true);
+        let at = task_ref(&conversation, &context);
+        let last = mapping::status_update(&at, task.status.clone(), true);
+        let events = vec![SendResult::Task(task), SendResult::Status(last)];
+        return Ok(sse_now(&call.id, events, Some(tag(&conversation))));
+    }
+    let (action, conversation) = match action.task() {
+        None => {
+            let Action::Create(text) = action else {
+                return Err(internal("a new task without text"));
+            };
+            let (conversation, _) = settled(&engine, engine.create(&call.ctx, None).await)?;
+            (Action::Send(conversation.id, text), conversation)
+        }
+        Some(id) => {
+            let conversation = engine
+                .get(id)
+                .ok_or_else(|| RpcError::task_not_found(&id.to_string()))?;
+            (action, conversation)
+        }
+    };
+    let context = context.unwrap_or_else(|| conversation.id.to_string());
+    call.contexts.remember(conversation.id, &context);
+    let at = task_ref(&conversation, &context);
+    // Subscribe before the turn starts so no event is missed.
+    let events = engine
+        .subscribe(conversation.id)
+        .ok_or_else(|| RpcError::task_not_found(&at.task_id))?;
+    let mut first = mapping::to_task(&conversation, &context, history_length);
+    first.artifacts.clear();
+    if request.message.task_id.is_none() {
+        let mut message = request.message;
+        message.task_id = Some(at.task_id.clone());
+        message.context_id = Some(at.context_id.clone());
+        first.history.push(message);
+        first.status = now(TaskState::Submitted);
+    } else {
+        first.status = now(TaskState::Working);
+    }
+    let ctx = call.ctx.clone();
+    let runner = engine.clone();
+    let turn = tokio::spawn(async move { execute(&runner, &ctx, action).await });
+    let (sink, response) = channel(call.id.clone(), Some(tag(&conversation)));
+    tokio::spawn(async move {
+        if !sink.send(SendResult::Task(first)).await {
+            return;
+        }
+        let Some(result) = relay_turn(&sink, &at, events, turn).await else {
+            return;
+        };
+        let result = result.map_err(|e| internal(&format!("the turn stopped: {e}")));
+        match result.and_then(|r| settled(&engine, r)) {
+            Ok((conversation, not_processed)) => {
+                finish(&sink, &conversation, &at, not_processed).await;
+            }
+            Err(error) => sink.error(error).await,
+        }
+    });
+    Ok(response)
+}
+
+/// `tasks/resubscribe`: the task, then its events until the running turn
+/// ends; a task that is not working gets its final status at once.
+pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
+    let rpc_id = call.id.clone();
+    let started = (|| {
+        let (id, history_length) = parse_query(params)?;
+        let engine = call.state.engine.clone();
+        let not_found = || RpcError::task_not_found(&id.to_string());
+        // Subscribe before reading the state so the end cannot be missed.
+        let events = engine.subscribe(id).ok_or_else(not_found)?;
+        let conversation = engine.get(id).ok_or_else(not_found)?;
+        let context = call.contexts.get(id);
+        let mut task = mapping::to_task(&conversation, &context, history_length);
+        let running = engine.is_running(id);
+        super::server::mark_running(&mut task, running);
+        let at = task_ref(&conversation, &context);
+        // Only a turn in progress has more to stream; anything else (also a
+        // conversation left mid-turn by a crash) is answered at once.
+        if !running || task.status.state != TaskState::Working {
+            let last = mapping::status_update(&at, task.status.clone(), true);
+            let events = vec![SendResult::Task(task), SendResult::Status(last)];
+            return Ok(sse_now(&rpc_id, events, Some(tag(&conversation))));
+        }
+        let (sink, response) = channel(rpc_id.clone(), Some(tag(&conversation)));
+        tokio::spawn(async move {
+            if !sink.send(SendResult::Task(task)).await
+                || !relay_until_finished(&sink, &at, events).await
+            {
+                return;
+            }
+            match engine.get(id) {
+                Some(conversation) => finish(&sink, &conversation, &at, false).await,
+                None => sink.error(RpcError::task_not_found(&at.task_id)).await,
+            }
+        });
+        Ok(response)
+    })();
+    started.unwrap_or_else(|error| sse_error(rpc_id, error))
+}
+
+/// Relays `working` updates until our turn ends; `None` when the client
+/// went away.
+async fn relay_turn(
+    sink: &Sink,
+    at: &TaskRef,
+    mut events: broadcast::Receiver<ConversationEvent>,
+    mut turn: JoinHandle<Result<TurnOutcome, EngineError>>,
+) -> Option<Result<Result<TurnOutcome, EngineError>, tokio::task::JoinError>> {
+    let mut open = true;
+    loop {
+        tokio::select! {
+            biased;
+            event = events.recv(), if open => match event {
+                Ok(event) => {
+                    if !relay(sink, at, &event).await {
+                        return None;
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => open = false,
+            },
+            result = &mut turn => {
+                // Events the turn sent before it returned come first.
+                loop {
+                    match events.try_recv() {
+                        Ok(event) => {
+                            if !relay(sink, at, &event).await {
+                                return None;
+                            }
+                        }
+                        Err(TryRecvError::Lagged(_)) => {}
+                        Err(_) => break,
+                    }
+                }
+                return Some(result);
+            }
+        }
+    }
+}
+
+/// Relays `working` updates until the engine says the turn finished;
+/// false when the client went away.
+async fn relay_until_finished(
+    sink: &Sink,
+    at: &TaskRef,
+    mut events: broadcast::Receiver<ConversationEvent>,
+) -> bool {
+    loop {
+        match events.recv().await {
+            Ok(ConversationEvent::TurnFinished { .. }) | Err(RecvError::Closed) => return true,
+            Ok(event) => {
+                if !relay(sink, at, &event).await {
+                    return false;
+                }
+            }
+            Err(RecvError::Lagged(_)) => {}
+        }
+    }
+}
+
+/// Sends the `working` update an engine event is worth, if any.
+async fn relay(sink: &Sink, at: &TaskRef, event: &ConversationEvent) -> bool {
+    match mapping::progress(event, at) {
+        Some(status) => {
+            let update = mapping::status_update(at, status, false);
+            sink.send(SendResult::Status(update)).await
+        }
+        None => true,
+    }
+}
+
+fn internal(what: &str) -> RpcError {
+    RpcError {
+        code: error_codes::INTERNAL_ERROR,
+        message: format!("internal error: {what}"),
+    }
+}
+
+/// The artifact of a completed turn, then the final status update.
+async fn finish(sink: &Sink, conversation: &Conversation, at: &TaskRef, not_processed: bool) {
+    let task = answer_task(conversation, &at.context_id, Some(0), not_processed);
+    if task.status.state == TaskState::Completed {
+        for artifact in task.artifacts {
+            if !sink
+                .send(SendResult::Artifact(mapping::artifact_update(at, artifact)))
+                .await
+            {
+                return;
+            }
+        }
+    }
+    sink.send(SendResult::Status(mapping::status_update(
+        at,
+        task.status,
+        true,
+    )))
+    .await;
+}
+
+fn task_ref(conversation: &Conversation, context: &str) -> TaskRef {
+    TaskRef {
+        task_id: conversation.id.to_string(),
+        context_id: context.to_string(),
+    }
+}
+
+fn now(state: TaskState) -> TaskStatus {
+    TaskStatus {
+        state,
+        message: None,
+        timestamp: Some(mapping::rfc3339(Utc::now())),
+    }
+}
+
+/// Where a forwarder writes; `send` is false once the client is gone.
+struct Sink {
+    id: Value,
+    tx: mpsc::Sender<Event>,
+}
+
+impl Sink {
+    async fn send(&self, result: SendResult) -> bool {
+        self.tx
+            .send(event(&result_response(self.id.clone(), &result)))
+            .await
+            .is_ok()
+    }
+
+    async fn error(&self, error: RpcError) {
+        let _ = self
+            .tx
+            .send(event(&error_response(self.id.clone(), error)))
+            .await;
+    }
+}
+
+fn event(response: &JsonRpcResponse) -> Event {
+    let data = serde_json::to_string(response).unwrap_or_else(|e| {
+        format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32603,"message":"internal error: {e}"}}}}"#)
+    });
+    Event::default().data(data)
+}
+
+fn channel(id: Value, tag: Option<ConversationTag>) -> (Sink, Response) {
+    let (tx, rx) = mpsc::channel(BUFFER);
+    let events = stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    (Sink { id, tx }, sse(events, tag))
+}
+
+fn sse_now(id: &Value, results: Vec<SendResult>, tag: Option<ConversationTag>) -> Response {
+    let events: Vec<Result<Event, Infallible>> = results
+        .iter()
+        .map(|r| Ok(event(&result_response(id.clone(), r))))
+        .collect();
+    sse(stream::iter(events), tag)
+}
+
+fn sse_error(id: Value, error: RpcError) -> Response {
+    let events = vec![Ok::<_, Infallible>(event(&error_response(id, error)))];
+    sse(stream::iter(events), None)
+}
+
+fn sse<S>(events: S, tag: Option<ConversationTag>) -> Response
+where
+    S: futures::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    if let Some(tag) = tag {
+        response.extensions_mut().insert(tag);
+    }
+    response
+}

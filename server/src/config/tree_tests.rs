@@ -153,12 +153,24 @@ agent:
             "a2a: [{ name: x, url: \"http://x\" }, { name: x, url: \"http://y\" }]",
             "a2a[1].name: duplicate sub-agent name",
         ),
-        ("a2a: [{ name: x, url: \"ftp://x\" }]", "a2a[0].url: must be an http(s) URL"),
-        ("agent: { type: llm, name: a, prompt: p, agent: x }", "`agent` does not apply to llm nodes"),
-        ("max_delegation_depth: 0", "max_delegation_depth: must be at least 1"),
+        (
+            "a2a: [{ name: x, url: \"ftp://x\" }]",
+            "a2a[0].url: must be an http(s) URL",
+        ),
+        (
+            "agent: { type: llm, name: a, prompt: p, agent: x }",
+            "`agent` does not apply to llm nodes",
+        ),
+        (
+            "max_delegation_depth: 0",
+            "max_delegation_depth: must be at least 1",
+        ),
     ];
     for (yaml, needle) in cases {
         let err = parse(yaml).expect_err(yaml);
-        assert!(err.contains(needle), "{yaml}\n  -> {err}\n  lacks {needle:?}");
+        assert!(
+            err.contains(needle),
+            "{yaml}\n  -> {err}\n  lacks {needle:?}"
+        );
     }
 }

@@ -43,6 +43,11 @@ impl Slot {
         let _ = self.events.send(event);
     }
 
+    /// True while a task holds the change lock (a turn is running).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.turn.try_lock().is_err()
+    }
+
     /// Takes the conversation's change lock.
     pub(crate) async fn lock(&self) -> MutexGuard<'_, ()> {
         self.turn.lock().await

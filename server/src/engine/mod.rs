@@ -304,6 +304,11 @@ impl Engine {
         turn.cancel(pending, reason).await
     }
 
+    /// True while a turn (message, decision) runs on the conversation.
+    pub fn is_running(&self, id: Uuid) -> bool {
+        self.inner.index.get(id).is_some_and(|slot| slot.is_busy())
+    }
+
     /// Live events of a conversation, from now on.
     pub fn subscribe(&self, id: Uuid) -> Option<broadcast::Receiver<ConversationEvent>> {
         self.inner.index.get(id).map(|slot| slot.subscribe())

@@ -246,7 +246,7 @@ impl Exec {
     async fn run_a2a(
         &mut self,
         a2a: &A2aNode,
-        path: &mut Vec<usize>,
+        path: &[usize],
         resume: Option<Resume>,
         gate: Gate,
         rec: &mut dyn Transcript,
@@ -294,7 +294,7 @@ impl Exec {
         let pause = |pending: PendingApproval| {
             Flow::Paused(Pause {
                 pending: Box::new(pending),
-                path: path.clone(),
+                path: path.to_vec(),
                 output_key: a2a.output_key.clone(),
                 messages_from,
             })
