@@ -107,6 +107,29 @@ impl App {
     }
 }
 
+/// Logging for the server binaries: plain text, `RUST_LOG` (default
+/// `info`).
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_ansi(false)
+        .init();
+}
+
+/// What a server binary's `main` does with its `run` result: exit 0, or
+/// print the error and exit 2.
+pub fn exit_code(result: Result<(), String>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 /// Completes on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

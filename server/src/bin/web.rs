@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_server::app::shutdown_signal;
+use agent_server::app::{exit_code, init_logging, shutdown_signal};
 use agent_server::web::{WebConfig, router};
 use clap::Parser;
 
@@ -31,19 +31,8 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_ansi(false)
-        .init();
-    match run(Args::parse()).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
-    }
+    init_logging();
+    exit_code(run(Args::parse()).await)
 }
 
 async fn run(args: Args) -> Result<(), String> {
