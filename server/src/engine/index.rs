@@ -7,7 +7,7 @@
 //! conflict rather than "not found".
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use asg_shared::Conversation;
 use asg_shared::events::ConversationEvent;
@@ -21,7 +21,10 @@ const EVENT_CAPACITY: usize = 256;
 pub(crate) struct Slot {
     turn: Mutex<()>,
     snapshot: RwLock<Arc<Conversation>>,
-    events: broadcast::Sender<ConversationEvent>,
+    /// Created on the first subscription: a channel buffers
+    /// `EVENT_CAPACITY` events up front, too much to keep for every
+    /// stored conversation.
+    events: OnceLock<broadcast::Sender<ConversationEvent>>,
 }
 
 impl Slot {
@@ -29,18 +32,22 @@ impl Slot {
         Slot {
             turn: Mutex::new(()),
             snapshot: RwLock::new(Arc::new(conversation)),
-            events: broadcast::channel(EVENT_CAPACITY).0,
+            events: OnceLock::new(),
         }
     }
 
     /// Live events from now on.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<ConversationEvent> {
-        self.events.subscribe()
+        self.events
+            .get_or_init(|| broadcast::channel(EVENT_CAPACITY).0)
+            .subscribe()
     }
 
     /// Sends an event to the current subscribers (none is fine).
     pub(crate) fn emit(&self, event: ConversationEvent) {
-        let _ = self.events.send(event);
+        if let Some(events) = self.events.get() {
+            let _ = events.send(event);
+        }
     }
 
     /// True while a task holds the change lock (a turn is running).
@@ -68,7 +75,7 @@ impl Slot {
             let mut guard = self.snapshot.write().unwrap_or_else(|p| p.into_inner());
             std::mem::replace(&mut *guard, conversation.clone())
         };
-        if self.events.receiver_count() == 0 {
+        if self.events.get().is_none_or(|e| e.receiver_count() == 0) {
             return;
         }
         for message in conversation.messages.iter().skip(previous.messages.len()) {

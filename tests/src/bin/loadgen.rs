@@ -1,0 +1,392 @@
+//! `loadgen`: benchmark of the `agent` binary over loopback HTTP.
+//!
+//! Seeds a temporary data directory with stored conversations, then
+//! measures, against a real `agent` process on 127.0.0.1:
+//!
+//! 1. startup time with the stored conversations (spawn -> first 200 from
+//!    `GET /health`), repeated, min and median;
+//! 2. `GET /health` under N concurrent clients;
+//! 3. `GET /conversations/{id}` on random stored conversations;
+//! 4. full turns: each client sends "list resources" to its own
+//!    conversation (model step, MCP `resources_list` call, durable writes).
+//!
+//! Every phase is bounded by a request count and a time limit, the whole run
+//! by an overall limit; the agent is stopped with SIGTERM at the end and
+//! killed on any error path. Run it through `scripts/bench.sh`.
+
+// The crate root is `loadgen.rs`, so its modules are named by path.
+#[path = "loadgen/agent.rs"]
+mod agent;
+#[path = "loadgen/load.rs"]
+mod load;
+#[path = "loadgen/report.rs"]
+mod report;
+#[path = "loadgen/requests.rs"]
+mod requests;
+#[path = "loadgen/seed.rs"]
+mod seed;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use clap::Parser;
+
+use agent::{AgentProcess, AgentSpec};
+use load::Budget;
+use report::{Phase, Report, StartupRun};
+use requests::{check_loaded, create_conversation, get_ok, http_client, list_resources, mix};
+
+/// Benchmark of the agent server: startup with many stored conversations,
+/// `GET /health`, `GET /conversations/{id}` and full turns with a tool call.
+#[derive(Debug, Parser)]
+#[command(name = "loadgen")]
+struct Args {
+    /// The agent binary to benchmark.
+    #[arg(long, default_value = "target/release/agent")]
+    agent: PathBuf,
+    /// Agent configuration (must use the offline scripted model).
+    #[arg(long, default_value = "testdata/agent-resources.yaml")]
+    config: PathBuf,
+    /// Stored conversations to seed [default: 10000, quick: 200].
+    #[arg(long)]
+    conversations: Option<usize>,
+    /// Concurrent clients [default: 100, quick: 10].
+    #[arg(long)]
+    clients: Option<usize>,
+    /// Requests per GET phase [default: 50000, quick: 1000].
+    #[arg(long)]
+    requests: Option<usize>,
+    /// Time limit of each GET phase, seconds [default: 10, quick: 2].
+    #[arg(long)]
+    seconds: Option<u64>,
+    /// Turns in the full-turn phase [default: 2000, quick: 40].
+    #[arg(long)]
+    turns: Option<usize>,
+    /// Time limit of the full-turn phase, seconds [default: 60, quick: 10].
+    #[arg(long)]
+    turn_seconds: Option<u64>,
+    /// Also run the GET phases with this few clients, to tell the server's
+    /// own latency from queueing at full concurrency (0: skip).
+    #[arg(long, default_value_t = 4)]
+    low_clients: usize,
+    /// Agent starts timed in the startup phase [default: 3].
+    #[arg(long, default_value_t = 3)]
+    startup_runs: usize,
+    /// Small numbers for a smoke run.
+    #[arg(long)]
+    quick: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Give up after this many seconds in total.
+    #[arg(long, default_value_t = 900)]
+    max_seconds: u64,
+}
+
+/// The numbers a run uses, after `--quick` defaults.
+#[derive(Debug, Clone)]
+struct Settings {
+    agent: PathBuf,
+    config: PathBuf,
+    conversations: usize,
+    clients: usize,
+    get_budget: Budget,
+    get_warmup: Budget,
+    low_clients: usize,
+    low_budget: Budget,
+    turn_budget: Budget,
+    startup_runs: usize,
+    rust_log: String,
+}
+
+impl Settings {
+    fn from_args(args: &Args) -> Result<Settings> {
+        let q = args.quick;
+        let pick = |value: Option<usize>, full: usize, quick: usize| {
+            value.unwrap_or(if q { quick } else { full })
+        };
+        let clients = pick(args.clients, 100, 10);
+        let requests = pick(args.requests, 50_000, 1_000);
+        let settings = Settings {
+            agent: locate(&args.agent)?,
+            config: locate(&args.config)?,
+            conversations: pick(args.conversations, 10_000, 200),
+            clients,
+            get_budget: Budget {
+                requests,
+                duration: Duration::from_secs(args.seconds.unwrap_or(if q { 2 } else { 10 })),
+            },
+            get_warmup: Budget {
+                requests: (requests / 10).max(clients),
+                duration: Duration::from_secs(1),
+            },
+            low_clients: args.low_clients,
+            low_budget: Budget {
+                requests: (requests / 5).max(1),
+                duration: Duration::from_secs(
+                    (args.seconds.unwrap_or(if q { 2 } else { 10 }) / 2).max(1),
+                ),
+            },
+            turn_budget: Budget {
+                requests: pick(args.turns, 2_000, 40),
+                duration: Duration::from_secs(args.turn_seconds.unwrap_or(if q { 10 } else { 60 })),
+            },
+            startup_runs: args.startup_runs,
+            rust_log: std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+        };
+        ensure!(settings.clients > 0, "--clients must be at least 1");
+        ensure!(
+            settings.conversations > 0,
+            "--conversations must be at least 1"
+        );
+        ensure!(
+            settings.startup_runs > 0,
+            "--startup-runs must be at least 1"
+        );
+        Ok(settings)
+    }
+}
+
+/// A relative path as given, else relative to the workspace root.
+fn locate(path: &Path) -> Result<PathBuf> {
+    let candidates = [
+        path.to_path_buf(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path),
+    ];
+    for candidate in candidates
+        .iter()
+        .take(if path.is_absolute() { 1 } else { 2 })
+    {
+        if candidate.is_file() {
+            return candidate
+                .canonicalize()
+                .with_context(|| format!("cannot resolve {}", candidate.display()));
+        }
+    }
+    bail!(
+        "{} not found (build it with `cargo build --release -p asg-server --bins`?)",
+        path.display()
+    )
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let limit = Duration::from_secs(args.max_seconds);
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(limit, run(&args)) => match outcome {
+            Ok(outcome) => outcome,
+            Err(_) => Err(anyhow::anyhow!("gave up after {limit:?} (--max-seconds)")),
+        },
+        signal = interrupted() => Err(anyhow::anyhow!("interrupted by {signal}")),
+    };
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("loadgen: error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM, so the agent is still stopped (the
+/// benchmark's guards run on the way out).
+async fn interrupted() -> &'static str {
+    let mut terminate =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return "Ctrl-C";
+            }
+        };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "Ctrl-C",
+        _ = terminate.recv() => "SIGTERM",
+    }
+}
+
+async fn run(args: &Args) -> Result<()> {
+    let settings = Settings::from_args(args)?;
+    let report = bench(&settings).await?;
+    println!("{}", report.table());
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report.to_json())?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("JSON written to {}", path.display());
+    }
+    let errors = report.total_errors();
+    ensure!(errors == 0, "{errors} requests failed (see the table)");
+    Ok(())
+}
+
+async fn bench(s: &Settings) -> Result<Report> {
+    let load_before = report::load_average();
+    let tmp = tempfile::Builder::new()
+        .prefix("asg-loadgen-")
+        .tempdir()
+        .context("cannot create a temp dir")?;
+    let data_dir = tmp.path().join("data");
+    let log_file = tmp.path().join("agent.log");
+    eprintln!(
+        "loadgen: seeding {} conversations in {}",
+        s.conversations,
+        data_dir.display()
+    );
+    let (conversations, dir) = (s.conversations, data_dir.clone());
+    let seeded = tokio::task::spawn_blocking(move || seed::seed(&dir, conversations))
+        .await
+        .context("the seeding task failed")??;
+    let spec = AgentSpec {
+        binary: s.agent.clone(),
+        config: s.config.clone(),
+        data_dir,
+        log_file: log_file.clone(),
+        rust_log: s.rust_log.clone(),
+    };
+    let http = http_client(s.clients)?;
+
+    // 1. Startup, repeated; the last instance serves the load phases.
+    let mut startup = Vec::new();
+    let mut agent = None;
+    for run in 1..=s.startup_runs {
+        eprintln!("loadgen: startup run {run}/{}", s.startup_runs);
+        let started = AgentProcess::start(&spec, &http).await?;
+        let mut record = StartupRun {
+            listening: started.listening_after,
+            healthy: started.startup,
+            rss: started.rss_bytes(),
+            stop: None,
+        };
+        if run < s.startup_runs {
+            let (status, took) = started.stop().await?;
+            ensure!(
+                status.success(),
+                "the agent exited with {status} on SIGTERM"
+            );
+            record.stop = Some(took);
+        } else {
+            agent = Some(started);
+        }
+        startup.push(record);
+    }
+    let agent = agent.context("no agent instance is left for the load phases")?;
+    let base = Arc::new(agent.url.clone());
+    check_loaded(&http, &base, seeded.pending)
+        .await
+        .with_context(|| format!("agent output:\n{}", agent.tail()))?;
+
+    let mut phases = Vec::new();
+    // 2. GET /health.
+    eprintln!("loadgen: GET /health");
+    let health = {
+        let (http, url) = (http.clone(), Arc::new(format!("{base}/health")));
+        move |_client: usize, _iteration: usize| {
+            let (http, url) = (http.clone(), url.clone());
+            async move { get_ok(&http, &url, b"{\"status\":\"ok\"}").await }
+        }
+    };
+    load::run(s.clients, s.get_warmup, health.clone()).await?;
+    phases.push(Phase {
+        name: "2. GET /health".into(),
+        unit: "req",
+        p99_target: Some(Duration::from_millis(5)),
+        result: load::run(s.clients, s.get_budget, health.clone()).await?,
+    });
+    if s.low_clients > 0 {
+        phases.push(Phase {
+            name: "2b. GET /health, few clients".into(),
+            unit: "req",
+            p99_target: None,
+            result: load::run(s.low_clients, s.low_budget, health).await?,
+        });
+    }
+
+    // 3. GET /conversations/{id} on random stored conversations.
+    eprintln!("loadgen: GET /conversations/{{id}}");
+    let urls: Arc<Vec<String>> = Arc::new(
+        seeded
+            .ids
+            .iter()
+            .map(|id| format!("{base}/conversations/{id}"))
+            .collect(),
+    );
+    let show = {
+        let http = http.clone();
+        move |client: usize, iteration: usize| {
+            let (http, urls) = (http.clone(), urls.clone());
+            async move {
+                let pick = mix((client as u64) << 32 | iteration as u64) as usize % urls.len();
+                get_ok(&http, &urls[pick], b"{\"conversation\":").await
+            }
+        }
+    };
+    load::run(s.clients, s.get_warmup, show.clone()).await?;
+    phases.push(Phase {
+        name: format!("3. GET /conversations/{{id}} ({} stored)", s.conversations),
+        unit: "req",
+        p99_target: Some(Duration::from_millis(5)),
+        result: load::run(s.clients, s.get_budget, show.clone()).await?,
+    });
+    if s.low_clients > 0 {
+        phases.push(Phase {
+            name: "3b. GET /conversations/{id}, few clients".into(),
+            unit: "req",
+            p99_target: None,
+            result: load::run(s.low_clients, s.low_budget, show).await?,
+        });
+    }
+
+    // 4. Full turns, one conversation per client.
+    eprintln!("loadgen: full turns (\"list resources\")");
+    let created =
+        futures::future::try_join_all((0..s.clients).map(|_| create_conversation(&http, &base)))
+            .await
+            .with_context(|| format!("agent output:\n{}", agent.tail()))?;
+    let send_urls: Arc<Vec<String>> = Arc::new(
+        created
+            .iter()
+            .map(|id| format!("{base}/conversations/{id}/messages"))
+            .collect(),
+    );
+    let turn = {
+        let http = http.clone();
+        move |client: usize, _iteration: usize| {
+            let (http, urls) = (http.clone(), send_urls.clone());
+            async move { list_resources(&http, &urls[client]).await }
+        }
+    };
+    let warmup = Budget {
+        requests: s.clients,
+        duration: Duration::from_secs(30),
+    };
+    load::run(s.clients, warmup, turn.clone()).await?;
+    phases.push(Phase {
+        name: "4. full turn \"list resources\"".into(),
+        unit: "turn",
+        p99_target: None,
+        result: load::run(s.clients, s.turn_budget, turn).await?,
+    });
+
+    let rss_after_load = agent.rss_bytes();
+    let (status, took) = agent.stop().await?;
+    Ok(Report {
+        agent: s.agent.clone(),
+        config: s.config.clone(),
+        rust_log: s.rust_log.clone(),
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        conversations: s.conversations,
+        pending: seeded.pending,
+        seed_bytes: seeded.bytes,
+        seed_time: seeded.elapsed,
+        startup_target: Duration::from_secs(1),
+        startup,
+        phases,
+        rss_after_load,
+        load_average: (load_before, report::load_average()),
+        shutdown: Some((status.to_string(), took)),
+    })
+}

@@ -1,0 +1,339 @@
+//! The benchmark report: an aligned text table (also valid Markdown) and
+//! the same numbers as JSON for `--json <file>`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::load::{PhaseResult, percentile};
+
+/// One start of the agent on the seeded data directory.
+#[derive(Debug, Clone)]
+pub struct StartupRun {
+    /// Spawn to the "listening on" line.
+    pub listening: Duration,
+    /// Spawn to the first 200 from `GET /health`.
+    pub healthy: Duration,
+    /// Resident memory right after startup.
+    pub rss: Option<u64>,
+    /// SIGTERM to exit, when this run was stopped before the load phases.
+    pub stop: Option<Duration>,
+}
+
+/// A measured load phase.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    /// E.g. `2. GET /health`.
+    pub name: String,
+    /// Unit of the rate column (`req` or `turn`).
+    pub unit: &'static str,
+    /// p99 target, if the phase has one.
+    pub p99_target: Option<Duration>,
+    /// The numbers.
+    pub result: PhaseResult,
+}
+
+/// Everything the benchmark measured.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Agent binary.
+    pub agent: PathBuf,
+    /// Its config.
+    pub config: PathBuf,
+    /// `RUST_LOG` given to the agent.
+    pub rust_log: String,
+    /// CPUs of this machine.
+    pub cpus: usize,
+    /// Stored conversations.
+    pub conversations: usize,
+    /// Of which waiting for an approval.
+    pub pending: usize,
+    /// Bytes of conversation files.
+    pub seed_bytes: u64,
+    /// Time to write them.
+    pub seed_time: Duration,
+    /// Startup target.
+    pub startup_target: Duration,
+    /// Each start.
+    pub startup: Vec<StartupRun>,
+    /// Load phases, in order.
+    pub phases: Vec<Phase>,
+    /// Agent memory after the load phases.
+    pub rss_after_load: Option<u64>,
+    /// One-minute load average of the machine before and after the run.
+    pub load_average: (Option<f64>, Option<f64>),
+    /// Final SIGTERM: exit status and time to exit.
+    pub shutdown: Option<(String, Duration)>,
+}
+
+/// The one-minute load average (Linux only): other work on the machine
+/// skews the numbers.
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn mib(bytes: Option<u64>) -> String {
+    bytes.map_or_else(
+        || "?".into(),
+        |b| format!("{:.1} MiB", b as f64 / 1048576.0),
+    )
+}
+
+fn verdict(pass: bool) -> &'static str {
+    if pass { "PASS" } else { "FAIL" }
+}
+
+impl Report {
+    fn startup_sorted(&self) -> Vec<Duration> {
+        let mut times: Vec<Duration> = self.startup.iter().map(|r| r.healthy).collect();
+        times.sort_unstable();
+        times
+    }
+
+    /// Fastest and median startup.
+    pub fn startup_min_median(&self) -> (Duration, Duration) {
+        let times = self.startup_sorted();
+        (
+            times.first().copied().unwrap_or_default(),
+            percentile(&times, 50.0),
+        )
+    }
+
+    /// Failed requests over all phases.
+    pub fn total_errors(&self) -> usize {
+        self.phases.iter().map(|p| p.result.errors).sum()
+    }
+
+    /// The human-readable report.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let line = |out: &mut String, text: String| {
+            out.push_str(&text);
+            out.push('\n');
+        };
+        line(&mut out, "== Agent Stop and Go benchmark ==".into());
+        line(
+            &mut out,
+            format!(
+                "agent:  {} (config {}, RUST_LOG={})",
+                self.agent.display(),
+                self.config.display(),
+                self.rust_log
+            ),
+        );
+        line(
+            &mut out,
+            format!(
+                "host:   {} CPUs, shared by the agent and the load generator; loopback only; \
+                 load average {} before, {} after",
+                self.cpus,
+                self.load_average
+                    .0
+                    .map_or_else(|| "?".into(), |l| format!("{l:.2}")),
+                self.load_average
+                    .1
+                    .map_or_else(|| "?".into(), |l| format!("{l:.2}")),
+            ),
+        );
+        line(
+            &mut out,
+            format!(
+                "data:   {} stored conversations ({} waiting approval), {:.1} MiB, written in {:.2} s",
+                self.conversations,
+                self.pending,
+                self.seed_bytes as f64 / 1048576.0,
+                self.seed_time.as_secs_f64()
+            ),
+        );
+        line(&mut out, String::new());
+        line(
+            &mut out,
+            format!(
+                "1. Startup with {} stored conversations (spawn -> first 200 from GET /health):",
+                self.conversations
+            ),
+        );
+        for (i, run) in self.startup.iter().enumerate() {
+            let stop = run
+                .stop
+                .map(|d| format!(", SIGTERM exit {:.0} ms", ms(d)))
+                .unwrap_or_default();
+            line(
+                &mut out,
+                format!(
+                    "   run {}: {:7.1} ms  (listening after {:.1} ms, RSS {}{stop})",
+                    i + 1,
+                    ms(run.healthy),
+                    ms(run.listening),
+                    mib(run.rss)
+                ),
+            );
+        }
+        let (min, median) = self.startup_min_median();
+        line(
+            &mut out,
+            format!(
+                "   min {:.1} ms, median {:.1} ms; target median < {:.0} ms: {}",
+                ms(min),
+                ms(median),
+                ms(self.startup_target),
+                verdict(median < self.startup_target)
+            ),
+        );
+        line(&mut out, String::new());
+        let header = [
+            "Phase", "Clients", "OK", "Errors", "Wall s", "Rate/s", "p50 ms", "p90 ms", "p99 ms",
+            "max ms", "Target", "Result",
+        ];
+        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+        for phase in &self.phases {
+            let r = &phase.result;
+            let (target, result) = match phase.p99_target {
+                Some(t) => (
+                    format!("p99 < {:.0} ms", ms(t)),
+                    verdict(r.errors == 0 && r.percentile(99.0) < t).to_string(),
+                ),
+                None => (
+                    "-".into(),
+                    if r.errors == 0 { "ok" } else { "ERRORS" }.into(),
+                ),
+            };
+            rows.push(vec![
+                phase.name.clone(),
+                r.clients.to_string(),
+                r.ok().to_string(),
+                r.errors.to_string(),
+                format!("{:.2}", r.elapsed.as_secs_f64()),
+                format!("{:.0} {}/s", r.rate(), phase.unit),
+                format!("{:.2}", ms(r.percentile(50.0))),
+                format!("{:.2}", ms(r.percentile(90.0))),
+                format!("{:.2}", ms(r.percentile(99.0))),
+                format!("{:.2}", ms(r.max())),
+                target,
+                result,
+            ]);
+        }
+        let widths: Vec<usize> = (0..header.len())
+            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
+        for (i, row) in rows.iter().enumerate() {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(c, (cell, w))| {
+                    if c == 0 || c >= 10 {
+                        format!("{cell:<w$}")
+                    } else {
+                        format!("{cell:>w$}")
+                    }
+                })
+                .collect();
+            line(&mut out, format!("| {} |", cells.join(" | ")));
+            if i == 0 {
+                let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+                line(&mut out, format!("|-{}-|", rule.join("-|-")));
+            }
+        }
+        for phase in &self.phases {
+            let r = &phase.result;
+            if r.hit_time_limit() {
+                line(
+                    &mut out,
+                    format!(
+                        "note: {} stopped on its {:.0} s time limit before {} requests",
+                        phase.name,
+                        r.budget.duration.as_secs_f64(),
+                        r.budget.requests
+                    ),
+                );
+            }
+            if let Some(error) = &r.first_error {
+                line(&mut out, format!("first error in {}: {error}", phase.name));
+            }
+        }
+        line(&mut out, String::new());
+        line(
+            &mut out,
+            format!(
+                "agent RSS after the load phases: {}",
+                mib(self.rss_after_load)
+            ),
+        );
+        if let Some((status, took)) = &self.shutdown {
+            line(
+                &mut out,
+                format!(
+                    "SIGTERM at the end: exited ({status}) after {:.0} ms",
+                    ms(*took)
+                ),
+            );
+        }
+        out
+    }
+
+    /// The same numbers as JSON (milliseconds as floats).
+    pub fn to_json(&self) -> Value {
+        let (min, median) = self.startup_min_median();
+        json!({
+            "agent": self.agent.display().to_string(),
+            "config": self.config.display().to_string(),
+            "rust_log": self.rust_log,
+            "cpus": self.cpus,
+            "load_average_before": self.load_average.0,
+            "load_average_after": self.load_average.1,
+            "conversations": self.conversations,
+            "pending_approvals": self.pending,
+            "seed_bytes": self.seed_bytes,
+            "seed_ms": ms(self.seed_time),
+            "startup": {
+                "runs": self.startup.iter().map(|r| json!({
+                    "healthy_ms": ms(r.healthy),
+                    "listening_ms": ms(r.listening),
+                    "rss_bytes": r.rss,
+                    "sigterm_exit_ms": r.stop.map(ms),
+                })).collect::<Vec<_>>(),
+                "min_ms": ms(min),
+                "median_ms": ms(median),
+                "target_ms": ms(self.startup_target),
+                "pass": median < self.startup_target,
+            },
+            "phases": self.phases.iter().map(|p| {
+                let r = &p.result;
+                json!({
+                    "name": p.name,
+                    "clients": r.clients,
+                    "budget_requests": r.budget.requests,
+                    "budget_seconds": r.budget.duration.as_secs_f64(),
+                    "ok": r.ok(),
+                    "errors": r.errors,
+                    "first_error": r.first_error,
+                    "wall_seconds": r.elapsed.as_secs_f64(),
+                    "rate_per_second": r.rate(),
+                    "mean_ms": ms(r.mean()),
+                    "p50_ms": ms(r.percentile(50.0)),
+                    "p90_ms": ms(r.percentile(90.0)),
+                    "p99_ms": ms(r.percentile(99.0)),
+                    "max_ms": ms(r.max()),
+                    "p99_target_ms": p.p99_target.map(ms),
+                    "pass": p.p99_target.map(|t| r.errors == 0 && r.percentile(99.0) < t),
+                })
+            }).collect::<Vec<_>>(),
+            "rss_after_load_bytes": self.rss_after_load,
+            "shutdown": self.shutdown.as_ref().map(|(status, took)| json!({
+                "status": status,
+                "ms": ms(*took),
+            })),
+        })
+    }
+}

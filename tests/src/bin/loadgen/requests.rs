@@ -1,0 +1,114 @@
+//! The requests the benchmark sends, each checking its answer so a fast
+//! error is never counted as a fast success: `GET /health`,
+//! `GET /conversations/{id}`, `POST /conversations` and a full
+//! "list resources" turn. Every URL is built from the agent's
+//! `http://127.0.0.1:PORT` base.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use asg_shared::rest::{ApprovalList, ConversationResponse};
+use serde_json::json;
+
+/// One client with a keep-alive pool large enough for every load client;
+/// proxies from the environment are ignored (loopback only).
+pub fn http_client(clients: usize) -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(clients * 2)
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .context("cannot build the HTTP client")
+}
+
+/// The seeded approvals are all visible: the agent loaded the files.
+pub async fn check_loaded(http: &reqwest::Client, base: &str, pending: usize) -> Result<()> {
+    let response = http
+        .get(format!("{base}/approvals"))
+        .send()
+        .await
+        .context("GET /approvals failed")?;
+    ensure!(
+        response.status().is_success(),
+        "GET /approvals answered {}",
+        response.status()
+    );
+    let list: ApprovalList = response
+        .json()
+        .await
+        .context("GET /approvals answered an unexpected body")?;
+    ensure!(
+        list.approvals.len() == pending,
+        "the agent shows {} pending approvals, {pending} were seeded: it did not load the seeded conversations",
+        list.approvals.len()
+    );
+    Ok(())
+}
+
+/// GET that must answer 200 with a body starting with `prefix`.
+pub async fn get_ok(http: &reqwest::Client, url: &str, prefix: &[u8]) -> Result<()> {
+    let response = http.get(url).send().await?;
+    let status = response.status();
+    let body = response.bytes().await?;
+    ensure!(
+        status == reqwest::StatusCode::OK && body.starts_with(prefix),
+        "GET {url} answered {status}: {}",
+        String::from_utf8_lossy(&body[..body.len().min(200)])
+    );
+    Ok(())
+}
+
+/// `POST /conversations` without a message; the new conversation id.
+pub async fn create_conversation(http: &reqwest::Client, base: &str) -> Result<uuid::Uuid> {
+    let response = http
+        .post(format!("{base}/conversations"))
+        .json(&json!({}))
+        .send()
+        .await
+        .context("POST /conversations failed")?;
+    let status = response.status();
+    let body = response.bytes().await?;
+    ensure!(
+        status.is_success(),
+        "POST /conversations answered {status}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let created: ConversationResponse =
+        serde_json::from_slice(&body).context("POST /conversations answered an unexpected body")?;
+    Ok(created.conversation.id)
+}
+
+/// One full turn: "list resources" must be answered with the listing.
+pub async fn list_resources(http: &reqwest::Client, url: &str) -> Result<()> {
+    let response = http
+        .post(url)
+        .json(&json!({"message": "list resources"}))
+        .send()
+        .await?;
+    let status = response.status();
+    let body = response.bytes().await?;
+    ensure!(
+        status == reqwest::StatusCode::OK,
+        "POST {url} answered {status}: {}",
+        String::from_utf8_lossy(&body[..body.len().min(300)])
+    );
+    let answer: ConversationResponse =
+        serde_json::from_slice(&body).context("unexpected turn answer")?;
+    let result = answer.result.context("the turn answer has no result")?;
+    ensure!(
+        !result.waiting_approval && result.response.starts_with("There are"),
+        "unexpected turn result: {:?}",
+        result.response
+    );
+    Ok(())
+}
+
+/// SplitMix64: a cheap, well-spread hash for picking random conversations.
+pub fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
