@@ -36,7 +36,9 @@ use clap::Parser;
 use agent::{AgentProcess, AgentSpec};
 use load::Budget;
 use report::{Phase, Report, StartupRun};
-use requests::{check_loaded, create_conversation, get_ok, http_client, list_resources, mix};
+use requests::{
+    a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources, mix,
+};
 
 /// Benchmark of the agent server: startup with many stored conversations,
 /// `GET /health`, `GET /conversations/{id}` and full turns with a tool call.
@@ -246,6 +248,7 @@ async fn bench(s: &Settings) -> Result<Report> {
         data_dir,
         log_file: log_file.clone(),
         rust_log: s.rust_log.clone(),
+        env: Vec::new(),
     };
     let http = http_client(s.clients)?;
 
@@ -370,6 +373,36 @@ async fn bench(s: &Settings) -> Result<Report> {
         p99_target: None,
         result: load::run(s.clients, s.turn_budget, turn).await?,
     });
+
+    // 5. A2A message/send through an A -> B chain: A (the delegator) hands
+    // every task to this agent (B) over A2A.
+    eprintln!("loadgen: A2A message/send through A -> B");
+    let orchestrator = AgentProcess::start(
+        &AgentSpec {
+            config: s.config.with_file_name("agent-delegator.yaml"),
+            data_dir: tmp.path().join("data-a"),
+            env: vec![("DOWNSTREAM_URL".into(), base.to_string())],
+            ..spec.clone()
+        },
+        &http,
+    )
+    .await?;
+    let a2a_url = Arc::new(format!("{}/a2a", orchestrator.url));
+    let chain = {
+        let http = http.clone();
+        move |_client: usize, _iteration: usize| {
+            let (http, url) = (http.clone(), a2a_url.clone());
+            async move { a2a_list(&http, &url).await }
+        }
+    };
+    load::run(s.clients, warmup, chain.clone()).await?;
+    phases.push(Phase {
+        name: "5. A2A message/send, A -> B chain".into(),
+        unit: "req",
+        p99_target: None,
+        result: load::run(s.clients, s.turn_budget, chain).await?,
+    });
+    orchestrator.stop().await?;
 
     let rss_after_load = agent.rss_bytes();
     let (status, took) = agent.stop().await?;

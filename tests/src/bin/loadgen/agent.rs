@@ -36,6 +36,8 @@ pub struct AgentSpec {
     pub log_file: PathBuf,
     /// `RUST_LOG` for the agent.
     pub rust_log: String,
+    /// Extra environment (e.g. a sub-agent's URL).
+    pub env: Vec<(String, String)>,
 }
 
 /// A running agent.
@@ -71,6 +73,7 @@ impl AgentProcess {
             .env_remove("GEMINI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

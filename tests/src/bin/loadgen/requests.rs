@@ -105,6 +105,33 @@ pub async fn list_resources(http: &reqwest::Client, url: &str) -> Result<()> {
     Ok(())
 }
 
+/// One A2A `message/send` to the orchestrator, which delegates to the
+/// resource agent: the task must come back completed with the listing.
+pub async fn a2a_list(http: &reqwest::Client, url: &str) -> Result<()> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "message/send",
+        "params": {"message": {
+            "role": "user", "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(),
+            "parts": [{"kind": "text", "text": "list resources"}]
+        }}
+    });
+    let response = http.post(url).json(&body).send().await?;
+    let status = response.status();
+    let answer: serde_json::Value = response.json().await.context("unexpected A2A answer")?;
+    ensure!(
+        status == reqwest::StatusCode::OK,
+        "POST {url} answered {status}: {answer}"
+    );
+    ensure!(
+        answer["result"]["status"]["state"] == "completed"
+            && answer
+                .to_string()
+                .contains("Downstream answered: There are"),
+        "unexpected A2A result: {answer}"
+    );
+    Ok(())
+}
+
 /// SplitMix64: a cheap, well-spread hash for picking random conversations.
 pub fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
