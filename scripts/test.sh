@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs all of them: format, lints, unit,
-# router and black-box scenario tests. This is the README's test command
-# and what CI runs (.ci/run).
+# router, black-box scenario tests, the A2A SDK interop test, the web
+# chat's wasm build and its browser tests. This is the README's test
+# command and what CI runs (.ci/run). Every set-up step is skipped when
+# its tool is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,19 +15,20 @@ for component in rustfmt clippy; do
     rustup component add "$component"
   fi
 done
-
 if ! rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$'; then
   rustup target add wasm32-unknown-unknown
 fi
 
-step "cargo fmt --check"
-cargo fmt --all -- --check
-
-step "cargo clippy (warnings are errors)"
-cargo clippy --all-targets -- -D warnings
-
-step "shared types build for wasm32 (the web chat uses them)"
-cargo build --quiet -p asg-shared --target wasm32-unknown-unknown
+step "system packages for the browser tests (Debian chromium, chromium-driver, binaryen)"
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+command -v wasm-opt >/dev/null 2>&1 || missing+=(binaryen)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
 
 step "A2A Python SDK for the interop test (tests/tests/a2a_interop.rs)"
 A2A_SDK_VERSION=1.3.0
@@ -35,5 +38,25 @@ else
   python3 -m pip install --quiet --disable-pip-version-check "a2a-sdk[http-server]==${A2A_SDK_VERSION}"
 fi
 
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --all-targets -- -D warnings
+cargo clippy -p asg-end2end --all-targets -- -D warnings
+cargo clippy -p asg-web --target wasm32-unknown-unknown -- -D warnings
+
+step "shared types build for wasm32 (the web chat uses them)"
+cargo build --quiet -p asg-shared --target wasm32-unknown-unknown
+
+step "web chat bundle (trunk, wasm-bindgen, wasm-opt)"
+bash scripts/build-web.sh
+
 step "cargo test (unit, router and scenario tests)"
 cargo test
+
+step "web chat logic tests"
+cargo test -p asg-web --lib
+
+step "browser tests (headless Chromium against the real binaries)"
+cargo test -p asg-end2end -- --test-threads=2

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Builds the browser chat (web/, Leptos CSR) into web/dist with trunk.
+# Idempotent: installs only what is missing —
+#   the wasm32 target, trunk 0.21.14, wasm-bindgen-cli (the exact version
+#   pinned in web/Cargo.toml) and wasm-opt (Debian's binaryen; when that
+#   one is too old to handle wasm-bindgen's output, binaryen from npm;
+#   without a working one the bundle is built unoptimized by wasm-opt).
+# trunk runs --offline so it never downloads tools itself.
+# Prints the size of the .wasm and its gzipped size at the end.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+export PATH="$HOME/.cargo/bin:$PATH"
+
+TRUNK_VERSION=0.21.14
+WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' web/Cargo.toml)
+WASM_BINDGEN_VERSION=${WASM_BINDGEN_VERSION:-0.2.130}
+
+say() { printf '\n==> %s\n' "$*"; }
+
+# Waits while someone else's `cargo install <name>` runs, so two installs
+# of the same tool never race.
+wait_for_install() {
+  local name=$1
+  while pgrep -f "cargo install $name" >/dev/null 2>&1; do
+    echo "    waiting for a running 'cargo install $name' to finish..."
+    sleep 15
+  done
+}
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+wait_for_install trunk
+if [ "$(trunk --version 2>/dev/null || true)" != "trunk $TRUNK_VERSION" ]; then
+  say "installing trunk $TRUNK_VERSION (takes a while)"
+  cargo install trunk --version "$TRUNK_VERSION" --locked
+fi
+
+wait_for_install wasm-bindgen-cli
+if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (takes a while)"
+  # No --locked: one of its locked dependencies is not on the registry.
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+
+if ! command -v wasm-opt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  say "installing wasm-opt (Debian binaryen)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
+  if ! { $SUDO apt-get update && $SUDO apt-get install -y binaryen; }; then
+    echo "    could not install binaryen; building without wasm-opt"
+  fi
+fi
+
+# Old wasm-opt releases (Debian 12's binaryen 108) rewrite a module with two
+# tables wrongly: the export of wasm-bindgen's externref table ends up
+# pointing at the function table, and the page stays blank
+# ("WebAssembly.Table.set(): Argument 1 is invalid"). Probe with a tiny
+# module: tables funcref + externref, exported as "f" -> 0 and "ext" -> 1.
+wasm_opt_works() {
+  local probe out hex=""
+  probe=$(mktemp) out=$(mktemp)
+  printf '\x00\x61\x73\x6d\x01\x00\x00\x00\x04\x07\x02\x70\x00\x01\x6f\x00\x04\x07\x0b\x02\x01\x66\x01\x00\x03\x65\x78\x74\x01\x01' >"$probe"
+  if "$1" --enable-reference-types -Oz "$probe" -o "$out" >/dev/null 2>&1; then
+    hex=$(od -An -tx1 -v "$out" | tr -d ' \n')
+  fi
+  rm -f "$probe" "$out"
+  # "ext" (03 65 78 74), kind table (01), index 1 (01).
+  [[ $hex == *036578740101* ]]
+}
+
+USE_WASM_OPT=no
+if command -v wasm-opt >/dev/null 2>&1; then
+  if wasm_opt_works wasm-opt; then
+    USE_WASM_OPT=yes
+  else
+    echo "    $(wasm-opt --version 2>&1 | head -n1) breaks wasm-bindgen's externref table"
+    # A current binaryen from the npm registry (runs on Node), kept under
+    # target/ (ignored by git) and used only for this build.
+    TOOLS="$ROOT/target/web-tools"
+    if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ] && command -v npm >/dev/null 2>&1; then
+      say "installing a current wasm-opt (npm package binaryen) into target/web-tools"
+      npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error binaryen@132.0.0 || true
+    fi
+    if [ -x "$TOOLS/node_modules/.bin/wasm-opt" ] && wasm_opt_works "$TOOLS/node_modules/.bin/wasm-opt"; then
+      export PATH="$TOOLS/node_modules/.bin:$PATH"
+      USE_WASM_OPT=yes
+    fi
+  fi
+fi
+if [ "$USE_WASM_OPT" = yes ]; then
+  echo "    wasm-opt: $(command -v wasm-opt) ($(wasm-opt --version 2>&1 | head -n1))"
+else
+  echo "    no working wasm-opt: building without it (larger bundle)"
+fi
+
+say "building web/ (trunk build --release --offline)"
+# Size over speed for the browser bundle; set here (not in the workspace
+# profile) so native release builds are unaffected. wasm32 artifacts live
+# in their own target directory, so native builds are not rebuilt.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=z
+export CARGO_PROFILE_RELEASE_LTO=true
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
+export CARGO_PROFILE_RELEASE_DEBUG=false
+export CARGO_PROFILE_RELEASE_PANIC=abort
+cd web
+if [ "$USE_WASM_OPT" = yes ]; then
+  trunk build --release --offline
+else
+  # Same build, without the wasm-opt pass.
+  sed 's/data-wasm-opt="z"/data-wasm-opt="0"/' index.html >index.no-opt.html
+  trap 'rm -f "$ROOT/web/index.no-opt.html"' EXIT
+  trunk build --release --offline index.no-opt.html
+  if [ -f dist/index.no-opt.html ]; then mv dist/index.no-opt.html dist/index.html; fi
+fi
+cd "$ROOT"
+
+WASM=$(ls -S web/dist/*.wasm | head -n1)
+BYTES=$(wc -c <"$WASM")
+GZIPPED=$(gzip -9 -c "$WASM" | wc -c)
+say "built web/dist"
+printf '    %s: %d bytes (%d KiB), gzipped %d bytes (%d KiB)\n' \
+  "$WASM" "$BYTES" $((BYTES / 1024)) "$GZIPPED" $((GZIPPED / 1024))

@@ -1,0 +1,193 @@
+//! Every HTTP call of the chat: the agent's REST API under the same-origin
+//! prefix `/api` (the `web` binary proxies it), with `gloo-net`, and the
+//! live event stream of one conversation with `EventSource`. Bodies are the
+//! `asg_shared` types; failures are [`RequestError`]s.
+
+use std::time::Duration;
+
+use asg_shared::events::ConversationEvent;
+use asg_shared::rest::{
+    ApprovalList, ApprovalRequest, ConversationList, ConversationResponse,
+    CreateConversationRequest, SendMessageRequest, ToolList,
+};
+use futures::StreamExt;
+use futures::channel::oneshot;
+use futures::future::{AbortHandle, abortable};
+use gloo_net::eventsource::State;
+use gloo_net::eventsource::futures::EventSource;
+use gloo_net::http::{Request, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use crate::logic::errors::RequestError;
+use crate::logic::events::parse_event;
+use crate::logic::url::events_path;
+
+/// The REST prefix proxied to the agent.
+const API: &str = "/api";
+
+async fn read<T: DeserializeOwned>(response: Response) -> Result<T, RequestError> {
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|e| RequestError::Network(e.to_string()))?;
+    if !(200..300).contains(&status) {
+        return Err(RequestError::from_response(status, text));
+    }
+    serde_json::from_str(&text).map_err(|e| RequestError::Decode(e.to_string()))
+}
+
+async fn get<T: DeserializeOwned>(path: &str) -> Result<T, RequestError> {
+    let response = Request::get(&format!("{API}{path}"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| RequestError::Network(e.to_string()))?;
+    read(response).await
+}
+
+async fn post<B: Serialize, T: DeserializeOwned>(path: &str, body: &B) -> Result<T, RequestError> {
+    let response = Request::post(&format!("{API}{path}"))
+        .header("accept", "application/json")
+        .json(body)
+        .map_err(|e| RequestError::Decode(e.to_string()))?
+        .send()
+        .await
+        .map_err(|e| RequestError::Network(e.to_string()))?;
+    read(response).await
+}
+
+/// `GET /conversations`: summaries, newest first, and counts by status.
+pub async fn list_conversations() -> Result<ConversationList, RequestError> {
+    get("/conversations").await
+}
+
+/// `GET /approvals`: pending approvals across conversations.
+pub async fn list_approvals() -> Result<ApprovalList, RequestError> {
+    get("/approvals").await
+}
+
+/// `GET /tools`: what the agent can do.
+pub async fn list_tools() -> Result<ToolList, RequestError> {
+    get("/tools").await
+}
+
+/// `GET /conversations/{id}`.
+pub async fn get_conversation(id: Uuid) -> Result<ConversationResponse, RequestError> {
+    get(&format!("/conversations/{id}")).await
+}
+
+/// `POST /conversations` without a message: a new, empty conversation.
+pub async fn create_conversation() -> Result<ConversationResponse, RequestError> {
+    post("/conversations", &CreateConversationRequest::default()).await
+}
+
+/// `POST /conversations/{id}/messages`: one turn; answers when it ends.
+pub async fn send_message(id: Uuid, message: String) -> Result<ConversationResponse, RequestError> {
+    post(
+        &format!("/conversations/{id}/messages"),
+        &SendMessageRequest { message },
+    )
+    .await
+}
+
+/// `POST /approvals/{uuid}`: approve, or reject with an optional reason.
+pub async fn decide(
+    uuid: Uuid,
+    approved: bool,
+    reason: Option<String>,
+) -> Result<ConversationResponse, RequestError> {
+    let body = ApprovalRequest {
+        approved: Some(approved),
+        reason: reason.filter(|r| !r.trim().is_empty()),
+        ..ApprovalRequest::default()
+    };
+    post(&format!("/approvals/{uuid}"), &body).await
+}
+
+/// The state of a live event stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveStatus {
+    /// Opening the stream.
+    Connecting,
+    /// Events arrive.
+    Live,
+    /// The stream broke; the browser or this module reconnects.
+    Reconnecting,
+}
+
+/// A live subscription; dropping it closes the stream.
+pub struct LiveEvents {
+    abort: AbortHandle,
+}
+
+impl Drop for LiveEvents {
+    fn drop(&mut self) {
+        self.abort.abort();
+    }
+}
+
+/// Longest wait between two attempts when the stream keeps failing.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Follows `GET /conversations/{id}/events`. Each event goes to
+/// `on_event` (the first is a snapshot, and again after every reconnect);
+/// `on_status` hears about the connection. The browser reconnects a broken
+/// stream by itself; a stream it gave up on (an error answer, e.g. the
+/// agent is down) is reopened here after a growing pause.
+pub fn subscribe(
+    id: Uuid,
+    on_event: impl Fn(ConversationEvent) + 'static,
+    on_status: impl Fn(LiveStatus) + 'static,
+    on_bad_event: impl Fn(String) + 'static,
+) -> LiveEvents {
+    let url = events_path(id);
+    let task = async move {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            on_status(LiveStatus::Connecting);
+            if let Ok(mut source) = EventSource::new(&url)
+                && let Ok(mut events) = source.subscribe("message")
+            {
+                while let Some(item) = events.next().await {
+                    match item {
+                        Ok((_, message)) => {
+                            backoff = Duration::from_secs(1);
+                            on_status(LiveStatus::Live);
+                            let data = message.data().as_string().unwrap_or_default();
+                            match parse_event(&data) {
+                                Ok(event) => on_event(event),
+                                Err(error) => on_bad_event(error),
+                            }
+                        }
+                        Err(_) if source.state() == State::Closed => break,
+                        Err(_) => on_status(LiveStatus::Reconnecting),
+                    }
+                }
+                source.close();
+            }
+            on_status(LiveStatus::Reconnecting);
+            sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    };
+    let (task, abort) = abortable(task);
+    leptos::task::spawn_local(async move {
+        let _ = task.await;
+    });
+    LiveEvents { abort }
+}
+
+/// Waits `duration` (a browser timer).
+pub async fn sleep(duration: Duration) {
+    let (done, wait) = oneshot::channel::<()>();
+    leptos::prelude::set_timeout(
+        move || {
+            let _ = done.send(());
+        },
+        duration,
+    );
+    let _ = wait.await;
+}

@@ -1,0 +1,101 @@
+//! The approval panel: what the agent wants to do, and Approve / Reject
+//! (with an optional reason).
+
+use asg_shared::PendingApproval;
+use leptos::prelude::*;
+
+use crate::components::args::ArgsTable;
+use crate::logic::events::shows_approval;
+use crate::state::AppState;
+
+/// `#approval-panel`, while the selected conversation waits for a decision.
+#[component]
+pub fn ApprovalPanel() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    // Only a different approval re-renders the panel (a typed reason stays).
+    let pending = Memo::new(move |_| {
+        state.conversation.with(|c| {
+            c.as_ref()
+                .filter(|c| shows_approval(c))
+                .and_then(|c| c.pending_approval.clone())
+        })
+    });
+    move || {
+        pending
+            .get()
+            .map(|approval| view! { <Panel approval=approval /> })
+    }
+}
+
+#[component]
+fn Panel(approval: PendingApproval) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let reason = RwSignal::new(String::new());
+    let uuid = approval.uuid;
+    let deciding = move || state.busy.get() > 0;
+    let approve = move |_| state.decide(uuid, true, None);
+    let reject = move |_| {
+        let text = reason.get_untracked();
+        state.decide(uuid, false, Some(text).filter(|t| !t.trim().is_empty()));
+    };
+    view! {
+        <section id="approval-panel" class="approval" aria-labelledby="approval-title">
+            <div class="approval-head">
+                <span class="approval-icon" aria-hidden="true">"!"</span>
+                <h2 id="approval-title">"Approval required"</h2>
+                {approval
+                    .remote_agent_name
+                    .clone()
+                    .map(|agent| {
+                        view! {
+                            <span class="approval-remote chip">
+                                "asked by remote agent "
+                                <strong>{agent}</strong>
+                            </span>
+                        }
+                    })}
+            </div>
+            <p class="approval-description">{approval.description.clone()}</p>
+            <div class="approval-body">
+            <dl class="approval-facts">
+                <dt>"Tool"</dt>
+                <dd>
+                    <code class="approval-tool">{approval.tool_name.clone()}</code>
+                </dd>
+                {approval
+                    .node
+                    .clone()
+                    .map(|node| {
+                        view! {
+                            <dt>"Node"</dt>
+                            <dd class="approval-node">{node}</dd>
+                        }
+                    })}
+                <dt>"Approval"</dt>
+                <dd>
+                    <code class="approval-uuid">{uuid.to_string()}</code>
+                </dd>
+            </dl>
+            <div class="approval-args">
+                <ArgsTable args=approval.tool_args.clone() />
+            </div>
+            </div>
+            <div class="approval-actions">
+                <input
+                    id="reject-reason"
+                    type="text"
+                    placeholder="Reason for rejecting (optional)"
+                    aria-label="Reason for rejecting (optional)"
+                    prop:value=move || reason.get()
+                    on:input=move |ev| reason.set(event_target_value(&ev))
+                />
+                <button id="reject" type="button" class="btn danger" disabled=deciding on:click=reject>
+                    "Reject"
+                </button>
+                <button id="approve" type="button" class="btn primary" disabled=deciding on:click=approve>
+                    "Approve"
+                </button>
+            </div>
+        </section>
+    }
+}

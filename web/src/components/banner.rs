@@ -1,0 +1,39 @@
+//! The error banner: what went wrong and what to do, with Retry for
+//! connection problems and a close button.
+
+use leptos::prelude::*;
+
+use crate::state::AppState;
+
+/// `#error-banner`, shown while there is an error.
+#[component]
+pub fn ErrorBanner() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    move || {
+        state.error.get().map(|error| {
+            let retry = error.retryable();
+            view! {
+                <div id="error-banner" class="banner" role="alert">
+                    <span class="banner-icon" aria-hidden="true">"!"</span>
+                    <div class="banner-text">
+                        <strong>{error.title}</strong>
+                        <span>{error.detail}</span>
+                    </div>
+                    <Show when=move || retry>
+                        <button type="button" class="btn small" on:click=move |_| state.retry()>
+                            "Retry"
+                        </button>
+                    </Show>
+                    <button
+                        type="button"
+                        class="btn small ghost"
+                        aria-label="Dismiss"
+                        on:click=move |_| state.error.set(None)
+                    >
+                        "×"
+                    </button>
+                </div>
+            }
+        })
+    }
+}

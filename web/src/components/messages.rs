@@ -1,0 +1,252 @@
+//! The message history: user and assistant bubbles, error reports,
+//! collapsed system prompts, and tool calls paired with their results.
+
+use asg_shared::{Message, Role};
+use leptos::html::Div;
+use leptos::prelude::*;
+
+use crate::components::args::ArgsTable;
+use crate::logic::args::pretty_text;
+use crate::logic::labels::clock;
+use crate::logic::timeline::{
+    TimelineItem, ToolExchange, build_timeline, is_collapsible, message_classes, role_name,
+    shows_nodes,
+};
+use crate::state::AppState;
+
+/// How close to the bottom (px) still counts as "at the bottom".
+const STICK_DISTANCE: i32 = 80;
+
+/// `#messages`: the scrolling history of the selected conversation, or a
+/// welcome screen with suggestions when there is none.
+#[component]
+pub fn MessageList() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let timeline = Memo::new(move |_| {
+        state.conversation.with(|c| {
+            c.as_ref()
+                .map(|c| build_timeline(&c.messages))
+                .unwrap_or_default()
+        })
+    });
+    let show_nodes = Memo::new(move |_| {
+        state
+            .conversation
+            .with(|c| c.as_ref().is_some_and(|c| shows_nodes(&c.messages)))
+    });
+    let list = NodeRef::<Div>::new();
+    let stick = StoredValue::new(true);
+
+    // Follow new messages while the reader is at the bottom.
+    Effect::new(move |_| {
+        timeline.track();
+        state.selected.track();
+        let _ = state.working();
+        if stick.get_value() {
+            request_animation_frame(move || {
+                if let Some(element) = list.get_untracked() {
+                    element.set_scroll_top(element.scroll_height());
+                }
+            });
+        }
+    });
+    Effect::new(move |_| {
+        state.selected.track();
+        stick.set_value(true);
+    });
+    let on_scroll = move |_| {
+        if let Some(element) = list.get_untracked() {
+            let distance = element.scroll_height() - element.scroll_top() - element.client_height();
+            stick.set_value(distance < STICK_DISTANCE);
+        }
+    };
+    let empty = move || timeline.with(Vec::is_empty) && state.selected.get().is_none();
+
+    view! {
+        <div
+            id="messages"
+            class="messages"
+            class=("hide-nodes", move || !show_nodes.get())
+            node_ref=list
+            on:scroll=on_scroll
+            aria-live="polite"
+            aria-label="Messages"
+        >
+            <Show when=empty>
+                <Welcome />
+            </Show>
+            <For
+                each=move || timeline.get()
+                key=TimelineItem::key
+                children=move |item| match item {
+                    TimelineItem::Text(message) => view! { <TextMessage message=*message /> }.into_any(),
+                    TimelineItem::Tool(exchange) => view! { <ToolCard exchange=*exchange /> }.into_any(),
+                }
+            />
+        </div>
+    }
+}
+
+/// The empty screen: what the agent can do and prompts to start with.
+#[component]
+fn Welcome() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let suggest = move |text: &'static str| {
+        view! {
+            <button
+                type="button"
+                class="suggestion"
+                on:click=move |_| {
+                    state.draft.set(text.to_string());
+                    state.focus_composer();
+                }
+            >
+                {text}
+            </button>
+        }
+    };
+    view! {
+        <div class="welcome">
+            <h1>"Start a conversation"</h1>
+            <p class="muted">
+                "The agent runs read-only tools at once and stops before destructive ones until you approve."
+            </p>
+            <div class="suggestions">
+                {suggest("list resources")} {suggest("add resource web-1 with value 42")}
+            </div>
+            <Show when=move || !state.tools.with(Vec::is_empty)>
+                <p class="tools-line muted">
+                    "Tools: "
+                    {move || {
+                        state
+                            .tools
+                            .with(|tools| {
+                                tools
+                                    .iter()
+                                    .map(|t| {
+                                        if t.destructive_hint {
+                                            format!("{} (asks first)", t.name)
+                                        } else {
+                                            t.name.clone()
+                                        }
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            })
+                    }}
+                </p>
+            </Show>
+        </div>
+    }
+}
+
+fn local_time(message: &Message) -> String {
+    clock(
+        message.created_at,
+        js_sys::Date::new_0().get_timezone_offset() as i32,
+    )
+}
+
+/// A user, assistant or system message, or an error report.
+#[component]
+fn TextMessage(message: Message) -> impl IntoView {
+    let classes = message_classes(&message);
+    let role = role_name(message.role);
+    let node = message.node.clone();
+    let time = local_time(&message);
+    if is_collapsible(&message) {
+        let label = match &node {
+            Some(node) => format!("System prompt · {node}"),
+            None => "System prompt".to_string(),
+        };
+        return view! {
+            <details class=classes data-role=role data-id=message.id.to_string()>
+                <summary>{label}</summary>
+                <pre class="content">{message.content}</pre>
+            </details>
+        }
+        .into_any();
+    }
+    let author = match (message.role, message.is_error) {
+        (_, true) => "Error",
+        (Role::User, _) => "You",
+        (Role::Assistant, _) => "Agent",
+        (Role::Tool, _) => "Tool",
+        (Role::System, _) => "System",
+    };
+    view! {
+        <div class=classes data-role=role data-id=message.id.to_string()>
+            <div class="meta">
+                <span class="author">{author}</span>
+                {node.map(|node| view! { <span class="chip node">{node}</span> })}
+                <span class="time">{time}</span>
+            </div>
+            <div class="content">{message.content}</div>
+        </div>
+    }
+    .into_any()
+}
+
+/// A tool call with its arguments and, once it has one, its result.
+#[component]
+fn ToolCard(exchange: ToolExchange) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let is_error = exchange.is_error();
+    let result_label = if exchange.is_rejected() {
+        "Not run"
+    } else if is_error {
+        "Error"
+    } else {
+        "Result"
+    };
+    let name = exchange.name().to_string();
+    let node = exchange.node().map(str::to_string);
+    let note = exchange.note().map(str::to_string);
+    let needs_approval = exchange.needs_approval();
+    let args = exchange.call().map(|c| c.arguments.clone());
+    let result = exchange.result.clone();
+    let call_id = exchange.call_id().to_string();
+    let tool_state = Memo::new(move |_| {
+        let working = state.working();
+        state.conversation.with(|c| {
+            exchange.state(
+                c.as_ref().and_then(|c| c.pending_approval.as_ref()),
+                working,
+            )
+        })
+    });
+    view! {
+        <div class="message tool" class:error=is_error data-role="tool" data-call-id=call_id>
+            <div class="tool-call">
+                <div class="tool-head">
+                    <span class="tool-icon" aria-hidden="true"></span>
+                    <span class="tool-name">{name}</span>
+                    {node.map(|node| view! { <span class="chip node">{node}</span> })}
+                    {needs_approval
+                        .then(|| view! { <span class="chip tool-approval">"needed approval"</span> })}
+                    <span class=move || {
+                        format!("chip tool-state {}", tool_state.get().class())
+                    }>{move || tool_state.get().label()}</span>
+                </div>
+                {note.map(|note| view! { <p class="tool-note">{note}</p> })}
+                {args
+                    .map(|args| {
+                        view! {
+                            <div class="tool-args">
+                                <ArgsTable args=args />
+                            </div>
+                        }
+                    })}
+                {result
+                    .map(|result| {
+                        view! {
+                            <div class="tool-result" class:error=is_error>
+                                <div class="tool-result-label">{result_label}</div>
+                                <pre>{pretty_text(&result.content)}</pre>
+                            </div>
+                        }
+                    })}
+            </div>
+        </div>
+    }
+}

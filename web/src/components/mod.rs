@@ -1,0 +1,9 @@
+//! The chat's view components, one small file each.
+
+pub mod approval;
+pub mod args;
+pub mod banner;
+pub mod chat;
+pub mod composer;
+pub mod messages;
+pub mod sidebar;

@@ -1,0 +1,103 @@
+//! The sidebar: "New conversation", the pending-approval count and the
+//! conversation list with status badges.
+
+use asg_shared::rest::ConversationSummary;
+use leptos::prelude::*;
+
+use crate::logic::labels::{clock, conversation_title, count, status_label};
+use crate::state::AppState;
+
+/// The sidebar (a strip above the chat on narrow screens).
+#[component]
+pub fn Sidebar() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let pending = move || state.approvals.with(Vec::len);
+    let open_oldest_pending = move |_| {
+        let first = state
+            .approvals
+            .with_untracked(|a| a.first().map(|a| a.conversation_id));
+        if let Some(id) = first {
+            state.select(Some(id), true);
+        }
+    };
+    view! {
+        <aside class="sidebar" aria-label="Conversations">
+            <div class="sidebar-head">
+                <div class="brand">
+                    <span class="brand-mark" aria-hidden="true"></span>
+                    <span>"Stop & Go"</span>
+                </div>
+                <button
+                    id="new-conversation"
+                    class="btn primary"
+                    type="button"
+                    on:click=move |_| state.new_conversation()
+                >
+                    <span aria-hidden="true">"+"</span>
+                    " New conversation"
+                </button>
+            </div>
+            <button
+                class="pending"
+                type="button"
+                class=("has-pending", move || pending() > 0)
+                disabled=move || pending() == 0
+                title="Open the oldest conversation waiting for approval"
+                on:click=open_oldest_pending
+            >
+                <span id="pending-count" class="pending-count">{pending}</span>
+                <span>
+                    {move || if pending() == 1 { "pending approval" } else { "pending approvals" }}
+                </span>
+            </button>
+            <ul id="conversation-list" class="conversation-list">
+                <For
+                    each=move || state.conversations.get()
+                    key=|c| (c.id, c.status, c.message_count, c.title.clone())
+                    children=move |summary| view! { <Item summary=summary /> }
+                />
+                <Show when=move || state.conversations.with(Vec::is_empty)>
+                    <li class="list-empty">"No conversations yet."</li>
+                </Show>
+            </ul>
+        </aside>
+    }
+}
+
+/// One conversation in the list.
+#[component]
+fn Item(summary: ConversationSummary) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let id = summary.id;
+    let title = conversation_title(&summary);
+    let status = summary.status;
+    let offset = js_sys::Date::new_0().get_timezone_offset() as i32;
+    let time = clock(summary.updated_at, offset);
+    let messages = count(summary.message_count, "message", "messages");
+    let selected = move || state.selected.get() == Some(id);
+    view! {
+        <li
+            class="conversation-item"
+            class:selected=selected
+            data-id=id.to_string()
+            data-status=status.as_str()
+            on:click=move |_| state.select(Some(id), true)
+        >
+            <button
+                type="button"
+                class="conversation-link"
+                aria-current=move || selected().then_some("true")
+                title=title.clone()
+            >
+                <span class="conversation-title">{title.clone()}</span>
+                <span class="conversation-meta">
+                    <span class=format!("badge status-{}", status.as_str())>
+                        {status_label(status)}
+                    </span>
+                    <span class="muted">{messages}" · "{time}</span>
+                </span>
+            </button>
+        </li>
+    }
+    .into_any()
+}

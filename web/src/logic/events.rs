@@ -1,0 +1,277 @@
+//! Applying live events (`GET /conversations/{id}/events`) and REST
+//! answers to the conversation on screen.
+
+use asg_shared::events::ConversationEvent;
+use asg_shared::{Conversation, ConversationStatus};
+
+/// What the view should do besides showing the updated conversation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// The sidebar list and the pending-approval count may have changed.
+    pub refresh_list: bool,
+    /// The agent started (`Some(true)`) or finished (`Some(false)`) a turn.
+    pub working: Option<bool>,
+    /// The turn failed with this error.
+    pub turn_error: Option<String>,
+}
+
+/// Parses one `data:` line of the event stream.
+pub fn parse_event(data: &str) -> Result<ConversationEvent, String> {
+    serde_json::from_str(data).map_err(|e| format!("unreadable live event: {e}"))
+}
+
+/// Applies one event to the conversation on screen (`None` until the first
+/// snapshot arrives): a snapshot replaces it, a message is appended when
+/// its id is new, approval and status events update it.
+pub fn apply_event(current: &mut Option<Conversation>, event: ConversationEvent) -> Effects {
+    let mut effects = Effects::default();
+    match event {
+        ConversationEvent::Snapshot { conversation } => {
+            *current = Some(*conversation);
+            effects.refresh_list = true;
+        }
+        ConversationEvent::TurnStarted => effects.working = Some(true),
+        ConversationEvent::Message { message } => {
+            if let Some(conversation) = current
+                && !conversation.messages.iter().any(|m| m.id == message.id)
+            {
+                if message.created_at > conversation.updated_at {
+                    conversation.updated_at = message.created_at;
+                }
+                conversation.messages.push(message);
+            }
+        }
+        ConversationEvent::ApprovalRequested { approval } => {
+            if let Some(conversation) = current {
+                conversation.status = ConversationStatus::WaitingApproval;
+                conversation.pending_approval = Some(approval);
+            }
+            effects.refresh_list = true;
+        }
+        ConversationEvent::ApprovalResolved { uuid } => {
+            if let Some(conversation) = current
+                && conversation
+                    .pending_approval
+                    .as_ref()
+                    .is_some_and(|p| p.uuid == uuid)
+            {
+                conversation.pending_approval = None;
+            }
+            effects.refresh_list = true;
+        }
+        ConversationEvent::Status { status } => {
+            if let Some(conversation) = current {
+                conversation.status = status;
+                if status != ConversationStatus::WaitingApproval {
+                    conversation.pending_approval = None;
+                }
+            }
+            effects.refresh_list = true;
+        }
+        ConversationEvent::TurnFinished { error, .. } => {
+            effects.working = Some(false);
+            effects.refresh_list = true;
+            effects.turn_error = error;
+        }
+    }
+    effects
+}
+
+/// Takes a conversation from a REST answer (create, send, approve, get, or
+/// a 409's current state). It replaces the one on screen unless that one is
+/// the same conversation and newer (live events may have moved it on while
+/// the answer was travelling). Returns true when it replaced it.
+pub fn merge_conversation(current: &mut Option<Conversation>, incoming: Conversation) -> bool {
+    let keep = current.as_ref().is_some_and(|c| {
+        c.id == incoming.id
+            && (c.updated_at > incoming.updated_at || c.messages.len() > incoming.messages.len())
+    });
+    if keep {
+        return false;
+    }
+    *current = Some(incoming);
+    true
+}
+
+/// True when the approval panel should show: the conversation waits and
+/// names the approval it waits for.
+pub fn shows_approval(conversation: &Conversation) -> bool {
+    conversation.status == ConversationStatus::WaitingApproval
+        && conversation.pending_approval.is_some()
+}
+
+/// True when the conversation accepts a new user message.
+pub fn accepts_messages(conversation: Option<&Conversation>) -> bool {
+    conversation.is_none_or(|c| c.status == ConversationStatus::Active)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logic::fixtures::{approval, at, conversation, message};
+    use asg_shared::Role;
+    use uuid::Uuid;
+
+    fn event(json: serde_json::Value) -> ConversationEvent {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_replaces_the_conversation() {
+        let mut current = Some(conversation(vec![message(1, Role::User, "old")], 1));
+        let fresh = conversation(vec![message(2, Role::User, "new")], 2);
+        let effects = apply_event(
+            &mut current,
+            ConversationEvent::Snapshot {
+                conversation: Box::new(fresh.clone()),
+            },
+        );
+        assert_eq!(current, Some(fresh));
+        assert!(effects.refresh_list);
+    }
+
+    #[test]
+    fn messages_append_once() {
+        let mut current = Some(conversation(vec![message(1, Role::User, "hi")], 1));
+        let new = message(7, Role::Assistant, "hello");
+        for _ in 0..2 {
+            apply_event(
+                &mut current,
+                ConversationEvent::Message {
+                    message: new.clone(),
+                },
+            );
+        }
+        let conv = current.unwrap();
+        assert_eq!(conv.messages.len(), 2);
+        assert_eq!(conv.messages[1].content, "hello");
+        assert_eq!(conv.updated_at, at(7));
+    }
+
+    #[test]
+    fn a_message_before_the_snapshot_is_ignored() {
+        let mut current = None;
+        apply_event(
+            &mut current,
+            ConversationEvent::Message {
+                message: message(1, Role::User, "hi"),
+            },
+        );
+        assert!(current.is_none());
+    }
+
+    #[test]
+    fn approval_events_open_and_close_the_panel() {
+        let mut current = Some(conversation(vec![], 1));
+        let pending = approval(40, "c1");
+        let effects = apply_event(
+            &mut current,
+            ConversationEvent::ApprovalRequested {
+                approval: pending.clone(),
+            },
+        );
+        assert!(effects.refresh_list);
+        assert!(shows_approval(current.as_ref().unwrap()));
+        assert!(!accepts_messages(current.as_ref()));
+
+        // Another approval's resolution changes nothing.
+        apply_event(
+            &mut current,
+            ConversationEvent::ApprovalResolved {
+                uuid: Uuid::from_u128(99),
+            },
+        );
+        assert!(current.as_ref().unwrap().pending_approval.is_some());
+
+        apply_event(
+            &mut current,
+            ConversationEvent::ApprovalResolved { uuid: pending.uuid },
+        );
+        assert!(!shows_approval(current.as_ref().unwrap()));
+        apply_event(
+            &mut current,
+            event(serde_json::json!({"type": "status", "status": "active"})),
+        );
+        assert_eq!(current.as_ref().unwrap().status, ConversationStatus::Active);
+        assert!(accepts_messages(current.as_ref()));
+    }
+
+    #[test]
+    fn a_status_other_than_waiting_clears_a_stale_approval() {
+        let mut conv = conversation(vec![], 1);
+        conv.status = ConversationStatus::WaitingApproval;
+        conv.pending_approval = Some(approval(40, "c1"));
+        let mut current = Some(conv);
+        let effects = apply_event(
+            &mut current,
+            ConversationEvent::Status {
+                status: ConversationStatus::Canceled,
+            },
+        );
+        assert!(effects.refresh_list);
+        let conv = current.unwrap();
+        assert!(conv.pending_approval.is_none());
+        assert!(!accepts_messages(Some(&conv)));
+    }
+
+    #[test]
+    fn turn_events_drive_the_working_state_and_report_failures() {
+        let mut current = Some(conversation(vec![], 1));
+        let started = apply_event(
+            &mut current,
+            event(serde_json::json!({"type": "turn_started"})),
+        );
+        assert_eq!(started.working, Some(true));
+        assert!(!started.refresh_list);
+        let finished = apply_event(
+            &mut current,
+            event(serde_json::json!({"type": "turn_finished", "error": "model failed: 500"})),
+        );
+        assert_eq!(finished.working, Some(false));
+        assert!(finished.refresh_list);
+        assert_eq!(finished.turn_error.as_deref(), Some("model failed: 500"));
+        let ok = apply_event(
+            &mut current,
+            event(serde_json::json!({"type": "turn_finished", "response": "done"})),
+        );
+        assert_eq!(ok.turn_error, None);
+    }
+
+    #[test]
+    fn events_parse_from_the_wire_and_garbage_is_reported() {
+        let parsed = parse_event(
+            r#"{"type":"approval_resolved","uuid":"00000000-0000-0000-0000-000000000001"}"#,
+        );
+        assert_eq!(
+            parsed,
+            Ok(ConversationEvent::ApprovalResolved {
+                uuid: Uuid::from_u128(1)
+            })
+        );
+        assert!(parse_event("{nope").unwrap_err().contains("live event"));
+    }
+
+    #[test]
+    fn a_rest_answer_does_not_roll_back_newer_live_state() {
+        let newer = conversation(
+            vec![
+                message(1, Role::User, "a"),
+                message(2, Role::Assistant, "b"),
+            ],
+            5,
+        );
+        let older = conversation(vec![message(1, Role::User, "a")], 3);
+        let mut current = Some(newer.clone());
+        assert!(!merge_conversation(&mut current, older));
+        assert_eq!(current, Some(newer.clone()));
+
+        let newest = conversation(newer.messages.clone(), 9);
+        assert!(merge_conversation(&mut current, newest.clone()));
+        assert_eq!(current, Some(newest));
+
+        let mut other = conversation(vec![], 0);
+        other.id = Uuid::from_u128(2000);
+        assert!(merge_conversation(&mut current, other.clone()));
+        assert_eq!(current, Some(other));
+    }
+}

@@ -1,0 +1,12 @@
+//! View-free logic of the chat, plain Rust that runs (and is tested) on the
+//! host as well as in the browser.
+
+pub mod args;
+pub mod errors;
+pub mod events;
+pub mod labels;
+pub mod timeline;
+pub mod url;
+
+#[cfg(test)]
+pub(crate) mod fixtures;

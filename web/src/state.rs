@@ -1,0 +1,383 @@
+//! The chat's state (signals shared through the Leptos context) and the
+//! actions that change it: select, create, send, decide, refresh. Actions
+//! call [`crate::api`] and apply answers and live events with
+//! [`crate::logic::events`].
+
+use asg_shared::events::ConversationEvent;
+use asg_shared::rest::{ConversationResponse, ConversationSummary, ToolInfo};
+use asg_shared::{Conversation, PendingApproval};
+use leptos::html::Textarea;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use uuid::Uuid;
+
+use crate::api::{self, LiveEvents, LiveStatus};
+use crate::logic::errors::{self, ErrorKind, RequestError, UserError};
+use crate::logic::events::{apply_event, merge_conversation};
+use crate::logic::url;
+
+/// Everything the views read, plus the live subscription.
+#[derive(Clone, Copy)]
+pub struct AppState {
+    /// Sidebar list, newest first.
+    pub conversations: RwSignal<Vec<ConversationSummary>>,
+    /// Pending approvals across conversations.
+    pub approvals: RwSignal<Vec<PendingApproval>>,
+    /// The agent's tools (shown on the empty screen).
+    pub tools: RwSignal<Vec<ToolInfo>>,
+    /// The selected conversation's id (also in the URL).
+    pub selected: RwSignal<Option<Uuid>>,
+    /// The selected conversation as last known.
+    pub conversation: RwSignal<Option<Conversation>>,
+    /// Requests of this tab that wait for a turn (send, decide).
+    pub busy: RwSignal<u32>,
+    /// A turn is running, as the live events tell (any client's).
+    pub turn_running: RwSignal<bool>,
+    /// The error banner.
+    pub error: RwSignal<Option<UserError>>,
+    /// The live event stream of the selected conversation.
+    pub live: RwSignal<Option<LiveStatus>>,
+    /// The composer's text.
+    pub draft: RwSignal<String>,
+    /// The composer, to focus it.
+    pub composer: NodeRef<Textarea>,
+    subscription: StoredValue<Option<LiveEvents>, LocalStorage>,
+    list_refresh: StoredValue<(bool, bool)>,
+}
+
+impl AppState {
+    /// Fresh state; nothing is loaded yet.
+    pub fn new() -> AppState {
+        AppState {
+            conversations: RwSignal::new(Vec::new()),
+            approvals: RwSignal::new(Vec::new()),
+            tools: RwSignal::new(Vec::new()),
+            selected: RwSignal::new(None),
+            conversation: RwSignal::new(None),
+            busy: RwSignal::new(0),
+            turn_running: RwSignal::new(false),
+            error: RwSignal::new(None),
+            live: RwSignal::new(None),
+            draft: RwSignal::new(String::new()),
+            composer: NodeRef::new(),
+            subscription: StoredValue::new_local(None),
+            list_refresh: StoredValue::new((false, false)),
+        }
+    }
+
+    /// True while the agent works for this conversation.
+    pub fn working(&self) -> bool {
+        self.busy.get() > 0 || self.turn_running.get()
+    }
+
+    /// Shows an error in the banner.
+    pub fn report(&self, error: UserError) {
+        self.error.set(Some(error));
+    }
+
+    fn report_request(&self, error: &RequestError) {
+        self.report(errors::describe(error));
+    }
+
+    /// Loads the list, the pending approvals and the tools, and opens the
+    /// conversation named in the URL.
+    pub fn start(&self) {
+        self.refresh_list();
+        let this = *self;
+        spawn_local(async move {
+            if let Ok(list) = api::list_tools().await {
+                this.tools.set(list.tools);
+            }
+        });
+        let search = window().location().search().unwrap_or_default();
+        if let Some(id) = url::conversation_from_query(&search) {
+            self.select(Some(id), false);
+        }
+    }
+
+    /// Fetches the sidebar list and the pending approvals. Calls that come
+    /// while a refresh runs are folded into one more refresh after it.
+    pub fn refresh_list(&self) {
+        let (running, _) = self.list_refresh.get_value();
+        if running {
+            self.list_refresh.set_value((true, true));
+            return;
+        }
+        self.list_refresh.set_value((true, false));
+        let this = *self;
+        spawn_local(async move {
+            loop {
+                let (list, approvals) =
+                    futures::join!(api::list_conversations(), api::list_approvals());
+                match list {
+                    Ok(list) => {
+                        this.conversations.set(list.conversations);
+                        this.clear_error_of(&[ErrorKind::AgentUnreachable, ErrorKind::Offline]);
+                    }
+                    Err(error) => this.report_request(&error),
+                }
+                if let Ok(approvals) = approvals {
+                    this.approvals.set(approvals.approvals);
+                }
+                let (_, again) = this.list_refresh.get_value();
+                if !again {
+                    break;
+                }
+                this.list_refresh.set_value((true, false));
+            }
+            this.list_refresh.set_value((false, false));
+        });
+    }
+
+    fn clear_error_of(&self, kinds: &[ErrorKind]) {
+        if self
+            .error
+            .with_untracked(|e| e.as_ref().is_some_and(|e| kinds.contains(&e.kind)))
+        {
+            self.error.set(None);
+        }
+    }
+
+    /// Selects a conversation (or none, for a new one): loads it, follows
+    /// its live events and puts its id in the URL (`push` adds a history
+    /// entry; otherwise the current one is replaced).
+    pub fn select(&self, id: Option<Uuid>, push: bool) {
+        self.set_url(id, push);
+        if self.selected.get_untracked() == id && id.is_some() {
+            return;
+        }
+        self.subscription.set_value(None);
+        self.selected.set(id);
+        self.conversation.set(None);
+        self.turn_running.set(false);
+        self.live.set(None);
+        let Some(id) = id else {
+            return;
+        };
+        self.follow(id);
+        let this = *self;
+        spawn_local(async move {
+            match api::get_conversation(id).await {
+                Ok(response) => this.take(response.conversation),
+                Err(error) => {
+                    if this.selected.get_untracked() != Some(id) {
+                        return;
+                    }
+                    this.report_request(&error);
+                    if error.status() == Some(404) || error.status() == Some(400) {
+                        this.select(None, false);
+                    }
+                }
+            }
+        });
+    }
+
+    fn follow(&self, id: Uuid) {
+        let this = *self;
+        let current = move || this.selected.get_untracked() == Some(id);
+        let subscription = api::subscribe(
+            id,
+            move |event| {
+                if current() {
+                    this.apply(event);
+                }
+            },
+            move |status| {
+                if current() && this.live.get_untracked() != Some(status) {
+                    this.live.set(Some(status));
+                }
+            },
+            move |problem| {
+                if current() {
+                    this.report(UserError {
+                        kind: ErrorKind::Other,
+                        title: "Unexpected live event".into(),
+                        detail: problem,
+                    });
+                }
+            },
+        );
+        self.subscription.set_value(Some(subscription));
+    }
+
+    fn apply(&self, event: ConversationEvent) {
+        let is_snapshot = matches!(event, ConversationEvent::Snapshot { .. });
+        let mut effects = Default::default();
+        self.conversation
+            .update(|conversation| effects = apply_event(conversation, event));
+        if is_snapshot {
+            self.clear_error_of(&[ErrorKind::AgentUnreachable, ErrorKind::Offline]);
+        }
+        if let Some(working) = effects.working {
+            self.turn_running.set(working);
+        }
+        if let Some(error) = effects.turn_error {
+            // The request of this tab reports its own failure.
+            if self.busy.get_untracked() == 0 {
+                self.report(errors::turn_failure(&error));
+            }
+        }
+        if effects.refresh_list {
+            self.refresh_list();
+        }
+    }
+
+    /// Takes a conversation from a REST answer if it is the selected one.
+    fn take(&self, conversation: Conversation) {
+        if self.selected.get_untracked() == Some(conversation.id) {
+            self.conversation
+                .update(|current| _ = merge_conversation(current, conversation));
+        }
+    }
+
+    fn set_url(&self, id: Option<Uuid>, push: bool) {
+        let window = window();
+        let location = window.location();
+        let search = location.search().unwrap_or_default();
+        if url::conversation_from_query(&search) == id {
+            return;
+        }
+        let target = url::url_for(
+            &location.pathname().unwrap_or_default(),
+            &location.hash().unwrap_or_default(),
+            id,
+        );
+        if let Ok(history) = window.history() {
+            let _ = if push {
+                history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&target))
+            } else {
+                history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&target))
+            };
+        }
+    }
+
+    /// Starts a new conversation: clears the selection; the conversation is
+    /// created with the first message.
+    pub fn new_conversation(&self) {
+        self.select(None, true);
+        self.error.set(None);
+        self.focus_composer();
+    }
+
+    /// Puts the keyboard focus in the composer.
+    pub fn focus_composer(&self) {
+        let composer = self.composer;
+        request_animation_frame(move || {
+            if let Some(element) = composer.get_untracked() {
+                let _ = element.focus();
+            }
+        });
+    }
+
+    /// Sends the composer's text: into the selected conversation, or into a
+    /// new one created first (so its live events show the turn as it runs).
+    pub fn send(&self) {
+        // The textarea's own value, in case it was filled without input
+        // events.
+        let text = self
+            .composer
+            .get_untracked()
+            .map(|element| element.value())
+            .unwrap_or_else(|| self.draft.get_untracked());
+        let creating = self.selected.get_untracked().is_none() && self.busy.get_untracked() > 0;
+        if text.trim().is_empty() || creating {
+            return;
+        }
+        self.draft.set(String::new());
+        self.error.set(None);
+        self.busy.update(|b| *b += 1);
+        let this = *self;
+        spawn_local(async move {
+            let id = match this.selected.get_untracked() {
+                Some(id) => Ok(id),
+                None => api::create_conversation().await.map(|created| {
+                    let id = created.conversation.id;
+                    this.select(Some(id), true);
+                    this.take(created.conversation);
+                    this.refresh_list();
+                    id
+                }),
+            };
+            let outcome = match id {
+                Ok(id) => api::send_message(id, text.clone()).await,
+                Err(error) => Err(error),
+            };
+            this.busy.update(|b| *b -= 1);
+            let failed = outcome.is_err();
+            this.finish(outcome);
+            if failed {
+                this.restore_draft(&text);
+            }
+        });
+    }
+
+    /// After a send that failed before the message was recorded, puts the
+    /// text back into an empty composer so nothing is lost.
+    fn restore_draft(&self, text: &str) {
+        let failed_before_recording = self.error.with_untracked(|e| {
+            e.as_ref().is_some_and(|e| {
+                matches!(
+                    e.kind,
+                    ErrorKind::AgentUnreachable
+                        | ErrorKind::Offline
+                        | ErrorKind::WaitingApproval
+                        | ErrorKind::Closed
+                        | ErrorKind::Invalid
+                )
+            })
+        });
+        if failed_before_recording && self.draft.get_untracked().is_empty() {
+            self.draft.set(text.to_string());
+        }
+    }
+
+    /// Approves or rejects the pending approval.
+    pub fn decide(&self, approval: Uuid, approved: bool, reason: Option<String>) {
+        if self.busy.get_untracked() > 0 {
+            return;
+        }
+        self.error.set(None);
+        self.busy.update(|b| *b += 1);
+        let this = *self;
+        spawn_local(async move {
+            let outcome = api::decide(approval, approved, reason).await;
+            this.busy.update(|b| *b -= 1);
+            this.finish(outcome);
+        });
+    }
+
+    /// Applies the answer of a turn-running request (send, decide).
+    fn finish(&self, outcome: Result<ConversationResponse, RequestError>) {
+        match outcome {
+            Ok(response) => self.take(response.conversation),
+            Err(error) => {
+                if let Some(conversation) = error.conversation() {
+                    self.take(conversation.clone());
+                }
+                let shown = errors::describe(&error);
+                let refresh = shown.needs_refresh();
+                self.report(shown);
+                if refresh && let Some(id) = self.selected.get_untracked() {
+                    let this = *self;
+                    spawn_local(async move {
+                        if let Ok(response) = api::get_conversation(id).await {
+                            this.take(response.conversation);
+                        }
+                    });
+                }
+            }
+        }
+        self.refresh_list();
+    }
+
+    /// Retries after a connection problem: reloads the list and the
+    /// selected conversation.
+    pub fn retry(&self) {
+        self.error.set(None);
+        self.refresh_list();
+        if let Some(id) = self.selected.get_untracked() {
+            self.selected.set(None);
+            self.select(Some(id), false);
+        }
+    }
+}
