@@ -38,6 +38,17 @@ else
   python3 -m pip install --quiet --disable-pip-version-check "a2a-sdk[http-server]==${A2A_SDK_VERSION}"
 fi
 
+# The server side of the interop test needs the v0.3 SDK (the 1.x SDK
+# serves protocol v1.0), kept apart in a venv under target/.
+A2A_SERVER_SDK_VERSION=0.3.26
+venv=target/a2a-sdk-v03
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('a2a-sdk') != '${A2A_SERVER_SDK_VERSION}')" 2>/dev/null; then
+  mkdir -p target
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "a2a-sdk[http-server]==${A2A_SERVER_SDK_VERSION}" uvicorn
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

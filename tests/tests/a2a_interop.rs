@@ -64,3 +64,66 @@ async fn the_official_python_sdk_talks_to_the_server() {
     );
     assert!(stdout.contains("interop OK"), "{stdout}\n{stderr}");
 }
+
+/// Python of the venv with the v0.3 server SDK (`scripts/test.sh` makes
+/// it), if there is one.
+fn server_sdk_python() -> Option<std::path::PathBuf> {
+    let python = workspace_root().join("target/a2a-sdk-v03/bin/python");
+    python.is_file().then_some(python)
+}
+
+#[tokio::test]
+async fn our_client_delegates_to_a_server_built_with_the_official_sdk() {
+    let Some(python) = server_sdk_python() else {
+        if std::env::var_os("CI").is_none() {
+            eprintln!(
+                "SKIPPED: no target/a2a-sdk-v03 venv with the v0.3 server SDK; run scripts/test.sh"
+            );
+            return;
+        }
+        panic!("CI must run the SDK server interop test, but target/a2a-sdk-v03 is missing");
+    };
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let _server = tokio::process::Command::new(python)
+        .arg(workspace_root().join("tests/interop/a2a_sdk_server.py"))
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("cannot start the SDK server");
+    let card_url = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while reqwest::get(&card_url).await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the SDK server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let agent = Agent::start(
+        &testdata("agent-delegator.yaml"),
+        AgentOptions {
+            env: vec![("DOWNSTREAM_URL".into(), format!("http://127.0.0.1:{port}"))],
+            ..Default::default()
+        },
+    )
+    .await;
+    let (status, answer) = agent
+        .post_with(
+            "/conversations",
+            serde_json::json!({"message": "hello sdk"}).to_string(),
+            &[
+                ("Authorization", "Bearer interop-token"),
+                ("X-Session-ID", "cafe1234"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(
+        answer["result"]["response"],
+        "Downstream answered: sdk-echo: hello sdk | auth=Bearer interop-token | sid=cafe1234"
+    );
+}

@@ -161,3 +161,29 @@ async fn an_interrupted_approval_is_reported_not_run_again() {
     let (status, next) = agent.say(&id.to_string(), "list").await;
     assert_eq!(status, 200, "{next}");
 }
+
+#[tokio::test]
+async fn sigterm_does_not_wait_for_open_event_streams() {
+    use futures::StreamExt;
+
+    let mut agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let (_, created) = agent.post("/conversations", serde_json::json!({})).await;
+    let id = created["conversation"]["id"].as_str().unwrap().to_string();
+    let response = agent
+        .http
+        .get(format!("{}/conversations/{id}/events", agent.url))
+        .send()
+        .await
+        .unwrap();
+    let mut stream = response.bytes_stream();
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("snapshot"));
+    let started = std::time::Instant::now();
+    let status = agent.stop().expect("the agent was running");
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "shutdown waited {:?} for an open event stream",
+        started.elapsed()
+    );
+}

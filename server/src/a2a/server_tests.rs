@@ -62,6 +62,7 @@ async fn app(dir: &Path) -> Router {
             public_url: "http://agent.test".into(),
             version: "0.0.1".into(),
         }),
+        shutdown: crate::api::never_shutdown(),
     })
 }
 

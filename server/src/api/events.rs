@@ -47,8 +47,12 @@ pub async fn conversations_events(
             Some((event, (receiver, engine)))
         },
     );
+    let mut shutdown = state.shutdown.clone();
     let events = stream::once(async move { first })
         .chain(live)
+        .take_until(async move {
+            let _ = shutdown.wait_for(|down| *down).await;
+        })
         .map(|event| Ok(Event::default().json_data(&event).unwrap_or_default()));
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

@@ -36,6 +36,17 @@ pub struct AppState {
     pub engine: Engine,
     /// Who this agent is (agent card, docs).
     pub agent: Arc<AgentInfo>,
+    /// Turns true when the server shuts down, so endless streams (SSE)
+    /// end and graceful shutdown does not wait for them.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// A shutdown flag that never turns (tests, tools).
+pub fn never_shutdown() -> tokio::sync::watch::Receiver<bool> {
+    let (sender, receiver) = tokio::sync::watch::channel(false);
+    // Keep the sender alive so `changed()` never reports a closed channel.
+    std::mem::forget(sender);
+    receiver
 }
 
 /// Identity of the agent, as peers see it.

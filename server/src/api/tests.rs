@@ -45,6 +45,7 @@ async fn app(dir: &std::path::Path) -> Router {
             public_url: "http://agent.test".into(),
             version: "0.0.0".into(),
         }),
+        shutdown: crate::api::never_shutdown(),
     })
 }
 

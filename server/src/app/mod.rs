@@ -77,9 +77,11 @@ impl App {
         })
     }
 
-    /// The HTTP router; `bound_port` builds the default public URL.
-    pub fn router(&self, bound_port: u16) -> Router {
+    /// The HTTP router; `bound_port` builds the default public URL,
+    /// `shutdown` ends the event streams.
+    pub fn router(&self, bound_port: u16, shutdown: tokio::sync::watch::Receiver<bool>) -> Router {
         api::router(AppState {
+            shutdown,
             engine: self.engine.clone(),
             agent: Arc::new(AgentInfo {
                 name: self.config.name.clone(),
@@ -97,9 +99,14 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let port = listener.local_addr()?.port();
-        let router = self.router(port);
+        let (stopping, stop_flag) = tokio::sync::watch::channel(false);
+        let router = self.router(port, stop_flag);
         let result = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                // End the open event streams so the server can drain.
+                let _ = stopping.send(true);
+            })
             .await;
         tracing::info!("shutting down tool servers");
         self.tools.shutdown().await;

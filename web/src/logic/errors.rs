@@ -111,6 +111,16 @@ impl UserError {
     }
 }
 
+/// `text` as a sentence: a full stop is added unless it ends with one.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() || text.ends_with(['.', '!', '?']) {
+        text.to_string()
+    } else {
+        format!("{text}.")
+    }
+}
+
 fn user_error(kind: ErrorKind, title: &str, detail: impl Into<String>) -> UserError {
     UserError {
         kind,
@@ -149,7 +159,7 @@ pub fn describe(error: &RequestError) -> UserError {
         (_, "agent_unreachable") => user_error(
             ErrorKind::AgentUnreachable,
             "The agent is unreachable",
-            format!("{message} Start the agent, then retry."),
+            format!("{} Start the agent, then retry.", sentence(&message)),
         ),
         (_, "approval_resolved") => user_error(
             ErrorKind::AlreadyDecided,
@@ -170,14 +180,16 @@ pub fn describe(error: &RequestError) -> UserError {
             ErrorKind::ModelFailed,
             "The model timed out",
             format!(
-                "{message} The failure is recorded in the conversation; send your message again to retry."
+                "{} The failure is recorded in the conversation; send your message again to retry.",
+                sentence(&message)
             ),
         ),
         (_, "llm_error") => user_error(
             ErrorKind::ModelFailed,
             "The model failed",
             format!(
-                "{message} The failure is recorded in the conversation; send your message again to retry."
+                "{} The failure is recorded in the conversation; send your message again to retry.",
+                sentence(&message)
             ),
         ),
         (_, "sub_agent_error") => {
@@ -212,7 +224,10 @@ pub fn turn_failure(error: &str) -> UserError {
     user_error(
         ErrorKind::ModelFailed,
         "The agent's turn failed",
-        format!("{error} The failure is recorded in the conversation."),
+        format!(
+            "{} The failure is recorded in the conversation.",
+            sentence(error)
+        ),
     )
 }
 
@@ -265,7 +280,8 @@ mod tests {
             json!({"error": {"code": "llm_timeout", "message": "after 60s"}}),
         ));
         assert_eq!(timeout.title, "The model timed out");
-        assert!(turn_failure("boom").detail.contains("boom"));
+        assert!(turn_failure("boom").detail.starts_with("boom. "));
+        assert!(failed.detail.starts_with("model returned 500. The failure"));
     }
 
     #[test]
