@@ -44,7 +44,7 @@ async fn start(mut config: AgentConfig) -> Agent {
     config.mcp_servers = vec![serde_yaml_server(&tools)];
     let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata");
     let app = App::build(config, &testdata, &|_| None).await.unwrap();
-    let router = app.router(9000);
+    let router = app.router(9000, agent_server::api::never_shutdown());
     Agent {
         app,
         router,
