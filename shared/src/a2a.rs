@@ -530,3 +530,19 @@ pub mod approval_keys {
     /// Task id at that sub-agent, when the approval is a proxy.
     pub const REMOTE_TASK_ID: &str = "remote_task_id";
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minimal_card_parses() {
+        let card: AgentCard = serde_json::from_str(
+            r#"{"name": "old-peer", "description": "d", "url": "", "version": "1",
+                "skills": [{"id": "x", "name": "x", "description": "x", "tags": []}]}"#,
+        )
+        .unwrap();
+        assert_eq!(card.protocol_version, PROTOCOL_VERSION);
+        assert!(card.default_input_modes.is_empty());
+    }
+}
