@@ -442,6 +442,50 @@ mod tests {
         assert_eq!(approval.description, "add x");
     }
 
+    #[tokio::test]
+    async fn the_card_is_found_on_the_older_path_and_its_endpoint_used() {
+        use wiremock::matchers::{method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/.well-known/agent-card.json"))
+            .respond_with(ResponseTemplate::new(404))
+            .mount(&server)
+            .await;
+        let card = json!({"name": "old", "description": "d", "url": format!("{}/rpc", server.uri()),
+            "skills": [{"id": "x", "name": "x", "description": "x", "tags": []}]});
+        Mock::given(method("GET"))
+            .and(path("/.well-known/agent.json"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(card))
+            .mount(&server)
+            .await;
+        let task = json!({"jsonrpc": "2.0", "id": "1", "result": {"kind": "task", "id": "t",
+            "contextId": "c", "status": {"state": "completed"},
+            "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "old path ok"}]}]}});
+        Mock::given(method("POST"))
+            .and(path("/rpc"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(task))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let config = SubAgentConfig {
+            name: "old".into(),
+            url: server.uri(),
+            description: None,
+            destructive_hint: false,
+            timeout_secs: 5,
+        };
+        let client = A2aClient::start(&[config], 4).await;
+        let agent = client.agent("old").unwrap();
+        assert_eq!(client.card(agent).await.unwrap().name, "old");
+        let outcome = client
+            .send(agent, "hi", None, None, &RequestContext::default())
+            .await
+            .unwrap();
+        assert_eq!(outcome, Delegation::Completed("old path ok".into()));
+    }
+
     #[test]
     fn completed_and_failed_tasks() {
         let completed: Task = serde_json::from_value(json!({
