@@ -222,11 +222,7 @@ impl Engine {
         text: String,
     ) -> Result<TurnOutcome, EngineError> {
         check_message(&text)?;
-        let slot = self
-            .inner
-            .index
-            .get(id)
-            .ok_or(EngineError::ConversationNotFound(id))?;
+        let slot = self.slot(id)?;
         let _guard = slot.lock().await;
         let conversation = (*slot.snapshot()).clone();
         match conversation.status {
@@ -287,11 +283,7 @@ impl Engine {
         ctx: &RequestContext,
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
-        let slot = self
-            .inner
-            .index
-            .get(id)
-            .ok_or(EngineError::ConversationNotFound(id))?;
+        let slot = self.slot(id)?;
         let _guard = slot.lock().await;
         let conversation = (*slot.snapshot()).clone();
         let pending = conversation
@@ -312,6 +304,14 @@ impl Engine {
     /// Live events of a conversation, from now on.
     pub fn subscribe(&self, id: Uuid) -> Option<broadcast::Receiver<ConversationEvent>> {
         self.inner.index.get(id).map(|slot| slot.subscribe())
+    }
+
+    /// A conversation's slot, or [`EngineError::ConversationNotFound`].
+    fn slot(&self, id: Uuid) -> Result<Arc<Slot>, EngineError> {
+        self.inner
+            .index
+            .get(id)
+            .ok_or(EngineError::ConversationNotFound(id))
     }
 
     /// The current state of a conversation.
