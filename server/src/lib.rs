@@ -12,4 +12,6 @@ pub mod llm;
 pub mod mcp;
 pub mod resources;
 pub mod store;
+#[cfg(test)]
+mod test_support;
 pub mod web;

@@ -6,7 +6,6 @@
 //! `server/tests/a2a_server.rs`.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use asg_shared::{
     ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall,
@@ -19,13 +18,6 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 use uuid::Uuid;
 
-use crate::a2a::client::A2aClient;
-use crate::api::{AgentInfo, AppState, router};
-use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
-use crate::llm::scripted::ScriptedModel;
-use crate::mcp::ToolRegistry;
-use crate::store::JsonFileStore;
-
 const RULES: &str = r#"
 rules:
   - when: { user: "(?i)fail" }
@@ -37,33 +29,8 @@ rules:
   - reply: "echo: {user}"
 "#;
 
-async fn app(dir: &Path) -> Router {
-    let engine = Engine::start(EngineParts {
-        tree: AgentTree::single(LlmNode {
-            name: "root".into(),
-            prompt: "You are a test agent.".into(),
-            llm: Arc::new(ScriptedModel::parse(RULES, "test").unwrap()),
-            tools: Arc::from(Vec::new()),
-            output_key: None,
-            can_exit_loop: false,
-        }),
-        tools: Arc::new(ToolRegistry::empty()),
-        agents: Arc::new(A2aClient::empty()),
-        store: Arc::new(JsonFileStore::open(dir).unwrap()),
-        max_tool_steps: 3,
-    })
-    .await
-    .unwrap();
-    router(AppState {
-        engine,
-        agent: Arc::new(AgentInfo {
-            name: "test-agent".into(),
-            description: "A test agent.".into(),
-            public_url: "http://agent.test".into(),
-            version: "0.0.1".into(),
-        }),
-        shutdown: crate::api::never_shutdown(),
-    })
+async fn app(dir: &std::path::Path) -> Router {
+    crate::test_support::scripted_app(dir, RULES).await
 }
 
 /// Stores a conversation stopped before `resources_add` (start the app

@@ -1,17 +1,11 @@
 //! Router tests with `oneshot`: error shapes and status codes, the docs.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::*;
-use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
-use crate::llm::scripted::ScriptedModel;
-use crate::mcp::ToolRegistry;
-use crate::store::JsonFileStore;
 
 const RULES: &str = r#"
 rules:
@@ -21,32 +15,7 @@ rules:
 "#;
 
 async fn app(dir: &std::path::Path) -> Router {
-    let engine = Engine::start(EngineParts {
-        tree: AgentTree::single(LlmNode {
-            name: "root".into(),
-            prompt: "You are a test agent.".into(),
-            llm: Arc::new(ScriptedModel::parse(RULES, "test").unwrap()),
-            tools: Arc::from(Vec::new()),
-            output_key: None,
-            can_exit_loop: false,
-        }),
-        tools: Arc::new(ToolRegistry::empty()),
-        agents: Arc::new(crate::a2a::client::A2aClient::empty()),
-        store: Arc::new(JsonFileStore::open(dir).unwrap()),
-        max_tool_steps: 3,
-    })
-    .await
-    .unwrap();
-    router(AppState {
-        engine,
-        agent: Arc::new(AgentInfo {
-            name: "test".into(),
-            description: "A test agent.".into(),
-            public_url: "http://agent.test".into(),
-            version: "0.0.0".into(),
-        }),
-        shutdown: crate::api::never_shutdown(),
-    })
+    crate::test_support::scripted_app(dir, RULES).await
 }
 
 async fn call(app: &Router, method: &str, uri: &str, body: impl Into<Body>) -> (StatusCode, Value) {
