@@ -14,6 +14,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The port in a binary's "listening on http://127.0.0.1:PORT" line.
+pub fn listening_port(line: &str) -> Option<u16> {
+    line.split("listening on http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+}
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -127,12 +135,7 @@ impl Agent {
             let port_tx = port_tx.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if let Some(port) = line
-                        .split("listening on http://127.0.0.1:")
-                        .nth(1)
-                        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-                        .and_then(|p| p.parse().ok())
-                    {
+                    if let Some(port) = listening_port(&line) {
                         let _ = port_tx.send(port);
                     }
                     if let Ok(mut log) = log.lock() {
@@ -498,12 +501,7 @@ impl WebServer {
         let port = loop {
             match lines.next() {
                 Some(Ok(line)) => {
-                    if let Some(port) = line
-                        .split("listening on http://127.0.0.1:")
-                        .nth(1)
-                        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-                        .and_then(|p| p.parse::<u16>().ok())
-                    {
+                    if let Some(port) = listening_port(&line) {
                         break port;
                     }
                 }

@@ -218,12 +218,7 @@ fn drain(
     port_tx: &tokio::sync::mpsc::UnboundedSender<u16>,
 ) {
     for line in BufReader::new(stream).lines().map_while(Result::ok) {
-        if let Some(port) = line
-            .split("listening on http://127.0.0.1:")
-            .nth(1)
-            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|p| p.parse().ok())
-        {
+        if let Some(port) = asg_tests::listening_port(&line) {
             let _ = port_tx.send(port);
         }
         if let Ok(mut log) = log.lock() {
