@@ -391,14 +391,18 @@ async fn message_send(call: &Call, params: Option<Value>) -> Answer {
 
 fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
-    let conversation = call
-        .state
-        .engine
-        .get(id)
-        .ok_or_else(|| RpcError::task_not_found(&id.to_string()))?;
+    let conversation = stored_task(call, id)?;
     let mut task = mapping::to_task(&conversation, &call.contexts.get(id), history_length);
     mark_running(&mut task, call.state.engine.is_running(id));
     Ok((conversation, task))
+}
+
+/// The conversation behind a task id, or -32001.
+fn stored_task(call: &Call, id: uuid::Uuid) -> Result<std::sync::Arc<Conversation>, RpcError> {
+    call.state
+        .engine
+        .get(id)
+        .ok_or_else(|| RpcError::task_not_found(&id.to_string()))
 }
 
 /// A turn in progress is `working`, whatever the last saved step says
@@ -412,11 +416,7 @@ pub(crate) fn mark_running(task: &mut asg_shared::a2a::Task, running: bool) {
 
 async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
-    let conversation = call
-        .state
-        .engine
-        .get(id)
-        .ok_or_else(|| RpcError::task_not_found(&id.to_string()))?;
+    let conversation = stored_task(call, id)?;
     let state = mapping::task_state(&conversation);
     let not_cancelable = |state: TaskState| {
         RpcError::new(
