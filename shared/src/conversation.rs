@@ -158,6 +158,11 @@ pub struct PendingApproval {
     /// Sub-agent name, for a proxy approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_agent_name: Option<String>,
+    /// The sub-agent's own approval uuid, for a proxy approval: the
+    /// forwarded decision names it, so the sub-agent applies it to that
+    /// approval only, never to whatever else is pending there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_approval_uuid: Option<String>,
 }
 
 /// Where a paused agent-tree run stands, so it can resume after approval.
@@ -200,6 +205,11 @@ pub struct Conversation {
     /// Pause state of an agent-tree run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline_state: Option<PipelineState>,
+    /// True while a turn runs (saved with its first step, cleared with its
+    /// last). Found set at startup, the turn was interrupted by a crash
+    /// or a shutdown, and is recorded so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub turn_in_progress: bool,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.

@@ -53,3 +53,41 @@ pub enum ConversationEvent {
         error: Option<String>,
     },
 }
+
+/// One event of the operator inbox (`GET /events`, server-sent events):
+/// approval requests and decisions across every conversation, so an
+/// operator's screen follows them live without one stream per
+/// conversation. The stream starts with a `pending` event listing every
+/// approval that waits now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InboxEvent {
+    /// Every approval waiting now (first event of every stream, and again
+    /// when a slow client missed events).
+    Pending {
+        /// Oldest first.
+        approvals: Vec<PendingApproval>,
+    },
+    /// A call stopped for a human decision in some conversation.
+    ApprovalRequested {
+        /// The pending approval (its `conversation_id` names the
+        /// conversation).
+        approval: PendingApproval,
+    },
+    /// A pending approval left the pending list: decided, canceled or
+    /// found interrupted.
+    ApprovalResolved {
+        /// Its uuid.
+        uuid: Uuid,
+        /// Its conversation.
+        conversation_id: Uuid,
+    },
+    /// A conversation's status changed (e.g. to `waiting_approval`).
+    Status {
+        /// The conversation.
+        conversation_id: Uuid,
+        /// The new status.
+        status: ConversationStatus,
+    },
+}

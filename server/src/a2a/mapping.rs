@@ -286,6 +286,7 @@ mod tests {
             messages: [vec![message(Role::System, "prompt")], messages].concat(),
             pending_approval: None,
             pipeline_state: None,
+            turn_in_progress: false,
             created_at: now,
             updated_at: now,
         }
@@ -307,6 +308,7 @@ mod tests {
             state: ApprovalState::Pending,
             remote_task_id: Some("remote-1".into()),
             remote_agent_name: Some("agent-b".into()),
+            remote_approval_uuid: Some("u-remote".into()),
         }
     }
 

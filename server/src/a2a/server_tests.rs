@@ -81,8 +81,10 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
             state: ApprovalState::Pending,
             remote_task_id: None,
             remote_agent_name: None,
+            remote_approval_uuid: None,
         }),
         pipeline_state: None,
+        turn_in_progress: false,
         created_at: now,
         updated_at: now,
     };

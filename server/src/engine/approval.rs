@@ -106,8 +106,10 @@ mod tests {
                 state,
                 remote_task_id: None,
                 remote_agent_name: None,
+                remote_approval_uuid: None,
             }),
             pipeline_state: None,
+            turn_in_progress: false,
             created_at: now,
             updated_at: now,
         }

@@ -214,6 +214,7 @@ pub async fn run(
                         state: ApprovalState::Pending,
                         remote_task_id: None,
                         remote_agent_name: None,
+                        remote_approval_uuid: None,
                     }));
                     continue;
                 }

@@ -198,6 +198,7 @@ impl Engine {
             messages: vec![new_message(Role::System, self.inner.tree.root_prompt())],
             pending_approval: None,
             pipeline_state: None,
+            turn_in_progress: false,
             created_at: now,
             updated_at: now,
         };

@@ -312,6 +312,7 @@ impl Exec {
                 state: ApprovalState::Pending,
                 remote_task_id: None,
                 remote_agent_name: None,
+                remote_approval_uuid: None,
             }));
         }
         let outcome = match (&gate, destructive) {

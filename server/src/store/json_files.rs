@@ -115,6 +115,7 @@ mod tests {
             }],
             pending_approval: None,
             pipeline_state: None,
+            turn_in_progress: false,
             created_at: now,
             updated_at: now,
         }

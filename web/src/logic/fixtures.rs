@@ -66,6 +66,7 @@ pub fn conversation(messages: Vec<Message>, updated: i64) -> Conversation {
         messages,
         pending_approval: None,
         pipeline_state: None,
+        turn_in_progress: false,
         created_at: at(0),
         updated_at: at(updated),
     }
@@ -88,5 +89,6 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
         state: ApprovalState::Pending,
         remote_task_id: None,
         remote_agent_name: None,
+        remote_approval_uuid: None,
     }
 }

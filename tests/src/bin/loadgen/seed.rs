@@ -181,6 +181,7 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
             state: ApprovalState::Pending,
             remote_task_id: None,
             remote_agent_name: None,
+            remote_approval_uuid: None,
         });
         status = ConversationStatus::WaitingApproval;
     } else {
@@ -199,6 +200,7 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
         messages,
         pending_approval,
         pipeline_state: None,
+        turn_in_progress: false,
         created_at: created,
         updated_at,
     }
