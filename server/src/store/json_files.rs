@@ -1,27 +1,44 @@
 //! One JSON file per conversation: `<data_dir>/conversations/<uuid>.json`.
+//!
+//! Writes go to a fresh temporary file in the same directory (created
+//! `0600` by `tempfile`), which is fsynced, renamed over the target and
+//! followed by an fsync of the directory. At startup, leftover temporary
+//! files are removed and files that cannot be loaded are moved to
+//! `<data_dir>/quarantine/` with an error in the log.
 
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asg_shared::Conversation;
+use tempfile::NamedTempFile;
 use uuid::Uuid;
 
 use super::{Store, StoreError};
 
+/// Name of the directory (under the data dir) unreadable files go to.
+pub const QUARANTINE_DIR: &str = "quarantine";
+
 /// Conversations as JSON files under a directory.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct JsonFileStore {
     dir: PathBuf,
+    quarantine: PathBuf,
+    quarantined: AtomicUsize,
 }
 
 impl JsonFileStore {
-    /// Opens (and creates) `<data_dir>/conversations`.
+    /// Opens (and creates, owner-only) `<data_dir>/conversations`.
     pub fn open(data_dir: &Path) -> Result<JsonFileStore, StoreError> {
         let dir = data_dir.join("conversations");
-        fs::create_dir_all(&dir)
+        create_private_dir(&dir)
             .map_err(|e| StoreError(format!("cannot create {}: {e}", dir.display())))?;
-        Ok(JsonFileStore { dir })
+        Ok(JsonFileStore {
+            dir,
+            quarantine: data_dir.join(QUARANTINE_DIR),
+            quarantined: AtomicUsize::new(0),
+        })
     }
 
     /// The file of a conversation. Built from a parsed [`Uuid`] only, so no
@@ -30,15 +47,46 @@ impl JsonFileStore {
         self.dir.join(format!("{id}.json"))
     }
 
+    /// Each write has its own temporary file, so concurrent writers (of
+    /// different conversations, or a retry) never share one.
     fn write_atomically(&self, id: Uuid, bytes: &[u8]) -> std::io::Result<()> {
-        let tmp = self.dir.join(format!(".{id}.json.tmp"));
-        {
-            let mut file = File::create(&tmp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
+        let mut file = NamedTempFile::new_in(&self.dir)?;
+        file.write_all(bytes)?;
+        file.as_file().sync_all()?;
+        file.persist(self.path_of(id)).map_err(|e| e.error)?;
+        sync_dir(&self.dir)
+    }
+
+    /// Moves an unloadable file to the quarantine directory, keeping its
+    /// name (with `.1`, `.2`... when that name is taken). True when moved.
+    fn set_aside(&self, path: &Path, name: &str, problem: &str) -> bool {
+        let moved = create_private_dir(&self.quarantine).and_then(|()| {
+            let target = free_name(&self.quarantine, name);
+            fs::rename(path, &target)?;
+            sync_dir(&self.quarantine)?;
+            sync_dir(&self.dir)?;
+            Ok(target)
+        });
+        match moved {
+            Ok(target) => {
+                tracing::error!(
+                    file = %path.display(),
+                    moved_to = %target.display(),
+                    %problem,
+                    "conversation file cannot be loaded; moved to quarantine"
+                );
+                true
+            }
+            Err(error) => {
+                tracing::error!(
+                    file = %path.display(),
+                    %problem,
+                    %error,
+                    "conversation file cannot be loaded nor moved to quarantine; left in place and ignored"
+                );
+                false
+            }
         }
-        fs::rename(&tmp, self.path_of(id))?;
-        File::open(&self.dir)?.sync_all()
     }
 }
 
@@ -47,33 +95,25 @@ impl Store for JsonFileStore {
         let entries = fs::read_dir(&self.dir)
             .map_err(|e| StoreError(format!("cannot list {}: {e}", self.dir.display())))?;
         let mut conversations = Vec::new();
+        let mut quarantined = 0;
         for entry in entries.flatten() {
             let path = entry.path();
-            let Some(stem) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-            else {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 continue;
             };
-            let Ok(id) = Uuid::parse_str(stem) else {
+            if is_temporary(&name) {
+                remove_stale(&path);
+                continue;
+            }
+            let Some(id) = conversation_file_id(&name) else {
                 continue;
             };
-            let parsed = fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|bytes| {
-                    serde_json::from_slice::<Conversation>(&bytes).map_err(|e| e.to_string())
-                });
-            match parsed {
-                Ok(conversation) if conversation.id == id => conversations.push(conversation),
-                Ok(_) => {
-                    tracing::error!(file = %path.display(), "conversation id does not match its file name; skipped")
-                }
-                Err(error) => {
-                    tracing::error!(file = %path.display(), %error, "unreadable conversation file; skipped")
-                }
+            match read_conversation(&path, id) {
+                Ok(conversation) => conversations.push(conversation),
+                Err(problem) => quarantined += usize::from(self.set_aside(&path, &name, &problem)),
             }
         }
+        self.quarantined.store(quarantined, Ordering::Relaxed);
         Ok(conversations)
     }
 
@@ -88,6 +128,80 @@ impl Store for JsonFileStore {
             ))
         })
     }
+
+    fn quarantined(&self) -> usize {
+        self.quarantined.load(Ordering::Relaxed)
+    }
+}
+
+/// The id of a `<uuid>.json` file name; other files are not ours.
+fn conversation_file_id(name: &str) -> Option<Uuid> {
+    name.strip_suffix(".json")
+        .and_then(|stem| Uuid::parse_str(stem).ok())
+}
+
+/// Temporary files: `tempfile`'s `.tmp*` and the older `.<uuid>.json.tmp`.
+fn is_temporary(name: &str) -> bool {
+    name.starts_with(".tmp") || (name.starts_with('.') && name.ends_with(".tmp"))
+}
+
+/// Removes a temporary file left by a crash in the middle of a write.
+fn remove_stale(path: &Path) {
+    match fs::remove_file(path) {
+        Ok(()) => tracing::warn!(file = %path.display(), "removed a stale temporary file"),
+        Err(error) => {
+            tracing::warn!(file = %path.display(), %error, "cannot remove a stale temporary file")
+        }
+    }
+}
+
+/// Reads and parses one file; the error says what is wrong with it.
+fn read_conversation(path: &Path, id: Uuid) -> Result<Conversation, String> {
+    let bytes = fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let conversation: Conversation =
+        serde_json::from_slice(&bytes).map_err(|e| format!("not a conversation: {e}"))?;
+    if conversation.id != id {
+        return Err(format!(
+            "it holds conversation {}, not the one its name says",
+            conversation.id
+        ));
+    }
+    Ok(conversation)
+}
+
+/// `dir/name`, or `dir/name.N` for the first N not taken.
+fn free_name(dir: &Path, name: &str) -> PathBuf {
+    let first = dir.join(name);
+    if !first.exists() {
+        return first;
+    }
+    (1u32..)
+        .map(|n| dir.join(format!("{name}.{n}")))
+        .find(|candidate| !candidate.exists())
+        .unwrap_or(first)
+}
+
+/// Creates a directory (and its parents) readable by the owner only, and
+/// tightens an existing one.
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)?;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    {
+        fs::create_dir_all(path)
+    }
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -121,8 +235,21 @@ mod tests {
         }
     }
 
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
     #[test]
-    fn saved_conversations_load_back_and_junk_is_skipped() {
+    fn saved_conversations_load_back_without_temporary_files() {
         let dir = tempfile::tempdir().unwrap();
         let store = JsonFileStore::open(dir.path()).unwrap();
         let mut first = conversation();
@@ -132,21 +259,101 @@ mod tests {
         let second = conversation();
         store.save(&second).unwrap();
         let conv_dir = dir.path().join("conversations");
-        fs::write(
-            conv_dir.join(format!("{}.json", Uuid::new_v4())),
-            b"{not json",
-        )
-        .unwrap();
         fs::write(conv_dir.join("notes.txt"), b"x").unwrap();
 
         let mut loaded = store.load_all().unwrap();
         loaded.sort_by_key(|c| c.id != first.id);
-        assert_eq!(loaded, vec![first, second]);
-        let leftovers: Vec<_> = fs::read_dir(&conv_dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty());
+        assert_eq!(loaded, vec![first.clone(), second.clone()]);
+        assert_eq!(store.quarantined(), 0);
+        let mut expected = vec![
+            format!("{}.json", first.id),
+            format!("{}.json", second.id),
+            "notes.txt".to_string(),
+        ];
+        expected.sort();
+        assert_eq!(names_in(&conv_dir), expected);
+        assert!(!dir.path().join(QUARANTINE_DIR).exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_and_directory_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let conv_dir = dir.path().join("conversations");
+        fs::create_dir_all(&conv_dir).unwrap();
+        fs::set_permissions(&conv_dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let store = JsonFileStore::open(dir.path()).unwrap();
+        let conversation = conversation();
+        store.save(&conversation).unwrap();
+        store.save(&conversation).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&conv_dir), 0o700);
+        assert_eq!(mode(&store.path_of(conversation.id)), 0o600);
+    }
+
+    #[test]
+    fn stale_temporary_files_are_removed_at_startup() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = JsonFileStore::open(dir.path()).unwrap();
+        let kept = conversation();
+        store.save(&kept).unwrap();
+        let conv_dir = dir.path().join("conversations");
+        fs::write(conv_dir.join(".tmpAbC123"), b"{\"half").unwrap();
+        fs::write(conv_dir.join(format!(".{}.json.tmp", kept.id)), b"{").unwrap();
+
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded, vec![kept.clone()]);
+        assert_eq!(names_in(&conv_dir), vec![format!("{}.json", kept.id)]);
+        assert_eq!(store.quarantined(), 0);
+    }
+
+    #[test]
+    fn unloadable_files_are_quarantined_with_their_name_and_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = JsonFileStore::open(dir.path()).unwrap();
+        let good = conversation();
+        store.save(&good).unwrap();
+        let conv_dir = dir.path().join("conversations");
+        let whole = serde_json::to_vec(&conversation()).unwrap();
+        let corrupt = format!("{}.json", Uuid::new_v4());
+        let truncated = format!("{}.json", Uuid::new_v4());
+        let mismatched = format!("{}.json", Uuid::new_v4());
+        fs::write(conv_dir.join(&corrupt), b"{not json").unwrap();
+        fs::write(conv_dir.join(&truncated), &whole[..whole.len() / 2]).unwrap();
+        fs::write(conv_dir.join(&mismatched), &whole).unwrap();
+
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded, vec![good.clone()]);
+        assert_eq!(store.quarantined(), 3);
+        assert_eq!(names_in(&conv_dir), vec![format!("{}.json", good.id)]);
+        let quarantine = dir.path().join(QUARANTINE_DIR);
+        let mut expected = vec![corrupt.clone(), truncated.clone(), mismatched];
+        expected.sort();
+        assert_eq!(names_in(&quarantine), expected);
+        assert_eq!(fs::read(quarantine.join(&corrupt)).unwrap(), b"{not json");
+        assert_eq!(
+            fs::read(quarantine.join(&truncated)).unwrap(),
+            &whole[..whole.len() / 2]
+        );
+    }
+
+    #[test]
+    fn a_quarantined_file_never_overwrites_an_earlier_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = JsonFileStore::open(dir.path()).unwrap();
+        let conv_dir = dir.path().join("conversations");
+        let name = format!("{}.json", Uuid::new_v4());
+        for round in ["first", "second", "third"] {
+            fs::write(conv_dir.join(&name), round).unwrap();
+            assert!(store.load_all().unwrap().is_empty());
+            assert_eq!(store.quarantined(), 1);
+        }
+        let quarantine = dir.path().join(QUARANTINE_DIR);
+        assert_eq!(fs::read_to_string(quarantine.join(&name)).unwrap(), "first");
+        let second = quarantine.join(format!("{name}.1"));
+        assert_eq!(fs::read_to_string(second).unwrap(), "second");
+        let third = quarantine.join(format!("{name}.2"));
+        assert_eq!(fs::read_to_string(third).unwrap(), "third");
     }
 }

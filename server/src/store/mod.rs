@@ -2,8 +2,10 @@
 //!
 //! Invariant: nothing but the store touches `data_dir/conversations`. The
 //! default [`JsonFileStore`] keeps one JSON file per conversation, written
-//! atomically (temp file, fsync, rename, fsync of the directory), so a
-//! crash leaves either the old or the new version, never a torn file.
+//! atomically (a fresh temporary file, fsync, rename, fsync of the
+//! directory), so a crash leaves either the old or the new version, never a
+//! torn file. Files are readable by the owner only. A file that cannot be
+//! loaded at startup is moved to `data_dir/quarantine/`, never dropped.
 
 mod json_files;
 
@@ -19,9 +21,15 @@ pub struct StoreError(pub String);
 /// What the engine needs from storage. Calls block: the engine runs them
 /// on the blocking thread pool.
 pub trait Store: Send + Sync + 'static {
-    /// Every stored conversation. Unreadable files are skipped with a
-    /// logged error instead of failing the whole load.
+    /// Every stored conversation. A file that cannot be read or parsed does
+    /// not fail the whole load: it is set aside (see [`Store::quarantined`])
+    /// with a logged error naming it.
     fn load_all(&self) -> Result<Vec<Conversation>, StoreError>;
     /// Durably replaces the stored version of `conversation`.
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError>;
+    /// How many unreadable files [`Store::load_all`] set aside (reported by
+    /// `GET /health`). Stores that never set files aside answer 0.
+    fn quarantined(&self) -> usize {
+        0
+    }
 }
