@@ -42,5 +42,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
             version: "0.0.1".into(),
         }),
         shutdown: never_shutdown(),
+        quarantined_files: 0,
+        hosts: Arc::new(crate::api::guard::HostPolicy::any()),
     })
 }

@@ -17,6 +17,18 @@ use crate::conversation::{Conversation, ConversationStatus, PendingApproval};
 pub struct Health {
     /// Always `"ok"` when the server answers.
     pub status: String,
+    /// What an operator should know about; absent when there is nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<HealthDetails>,
+}
+
+/// `GET /health` details.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HealthDetails {
+    /// Conversation files that could not be loaded at startup and were
+    /// moved to `data_dir/quarantine/` (see the server log for each).
+    pub quarantined_files: usize,
 }
 
 /// `POST /conversations` body (the body itself is optional).

@@ -4,10 +4,11 @@
 //! internet, so it works on an offline machine.
 
 use axum::Json;
+use axum::extract::State;
 use axum::response::Html;
 use utoipa::OpenApi;
 
-use super::{approvals, conversations, events, system};
+use super::{AgentInfo, AppState, approvals, conversations, events, system};
 
 /// The OpenAPI description of the REST API.
 #[derive(OpenApi)]
@@ -43,4 +44,37 @@ pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
 /// The interactive docs page.
 pub async fn docs_page() -> Html<&'static str> {
     Html(include_str!("assets/docs.html"))
+}
+
+/// `GET /`: a small index of the agent's pages.
+pub async fn index_page(State(state): State<AppState>) -> Html<String> {
+    Html(render_index(&state.agent))
+}
+
+fn render_index(agent: &AgentInfo) -> String {
+    let description = if agent.description.trim().is_empty() {
+        "An agent with human approvals."
+    } else {
+        agent.description.trim()
+    };
+    include_str!("assets/index.html")
+        .replace("{{name}}", &escape_html(&agent.name))
+        .replace("{{description}}", &escape_html(description))
+        .replace("{{version}}", &escape_html(&agent.version))
+}
+
+/// Text for HTML element content and attribute values.
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }

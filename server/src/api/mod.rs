@@ -9,6 +9,7 @@ pub mod docs;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod guard;
 pub mod logging;
 pub mod system;
 
@@ -39,6 +40,10 @@ pub struct AppState {
     /// Turns true when the server shuts down, so endless streams (SSE)
     /// end and graceful shutdown does not wait for them.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Conversation files the store set aside at startup (`GET /health`).
+    pub quarantined_files: usize,
+    /// Which `Host` headers are answered ([`guard`]).
+    pub hosts: Arc<guard::HostPolicy>,
 }
 
 /// A shutdown flag that never turns (tests, tools).
@@ -66,6 +71,7 @@ pub struct AgentInfo {
 /// The REST router.
 pub fn router(state: AppState) -> Router {
     Router::new()
+        .route("/", get(docs::index_page))
         .route("/health", get(system::health))
         .route("/tools", get(system::tools_index))
         .route("/docs", get(docs::docs_page))
@@ -93,6 +99,10 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::map_response(body_too_large_as_json))
+        .layer(middleware::from_fn_with_state(
+            state.hosts.clone(),
+            guard::guard,
+        ))
         .layer(middleware::from_fn(logging::log_requests))
         .with_state(state)
 }

@@ -1,17 +1,25 @@
 //! `/health` and `/tools`.
 
-use asg_shared::rest::{Health, ToolList};
+use asg_shared::rest::{Health, HealthDetails, ToolList};
 use axum::Json;
 use axum::extract::State;
 
 use super::AppState;
 
-/// Liveness check.
+/// Liveness check, with what an operator should look at.
+///
+/// `details.quarantined_files` counts the conversation files that could not
+/// be loaded at startup and were moved to `data_dir/quarantine/` (the log
+/// names each one).
 #[utoipa::path(get, path = "/health", tag = "system",
-    responses((status = 200, body = Health, example = json!({"status": "ok"}))))]
-pub async fn health() -> Json<Health> {
+    responses((status = 200, body = Health,
+        example = json!({"status": "ok", "details": {"quarantined_files": 0}}))))]
+pub async fn health(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok".to_string(),
+        details: Some(HealthDetails {
+            quarantined_files: state.quarantined_files,
+        }),
     })
 }
 

@@ -378,3 +378,101 @@ async fn events_stream_starts_with_a_snapshot_then_follows_the_turn() {
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+async fn call_typed(
+    app: &Router,
+    uri: &str,
+    content_type: &str,
+    body: &str,
+) -> (StatusCode, Value) {
+    let response = app
+        .clone()
+        .oneshot(
+            Request::post(uri)
+                .header("content-type", content_type)
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn bodies_that_are_not_json_get_415_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let approval = format!("/approvals/{}", uuid::Uuid::new_v4());
+    let cases = [
+        ("/conversations", "text/plain", r#"{"message": "hi"}"#),
+        (
+            "/conversations",
+            "application/x-www-form-urlencoded",
+            "message=hi",
+        ),
+        (approval.as_str(), "text/plain", r#"{"approved": true}"#),
+        (
+            "/a2a",
+            "text/plain",
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "tasks/get"}"#,
+        ),
+    ];
+    for (uri, content_type, body) in cases {
+        let (status, answer) = call_typed(&app, uri, content_type, body).await;
+        assert_eq!(
+            status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{uri}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "unsupported_media_type");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(content_type), "{message}");
+        assert!(message.contains("application/json"), "{message}");
+    }
+    assert_eq!(files_in(dir.path()), 0);
+    let (status, _) = call_typed(
+        &app,
+        "/conversations",
+        "application/json; charset=utf-8",
+        "{}",
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let empty = Request::post("/conversations").body(Body::empty()).unwrap();
+    let response = app.clone().oneshot(empty).await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(files_in(dir.path()), 2);
+}
+
+#[tokio::test]
+async fn the_index_links_every_page_and_health_has_details() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (status, page) = call(&app, "GET", "/", "").await;
+    assert_eq!(status, StatusCode::OK);
+    let page = page.as_str().unwrap();
+    for link in [
+        "/docs",
+        "/health",
+        "/tools",
+        "/conversations",
+        "/approvals",
+        "/.well-known/agent-card.json",
+    ] {
+        assert!(page.contains(&format!("href=\"{link}\"")), "{link} missing");
+    }
+    assert!(page.contains("test-agent") && page.contains("A test agent."));
+    let (status, health) = call(&app, "GET", "/health", "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        health,
+        json!({"status": "ok", "details": {"quarantined_files": 0}})
+    );
+}

@@ -12,12 +12,13 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::a2a::client::A2aClient;
+use crate::api::guard::HostPolicy;
 use crate::api::{self, AgentInfo, AppState};
 use crate::config::AgentConfig;
 use crate::engine::{Engine, EngineParts};
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
-use crate::store::JsonFileStore;
+use crate::store::{JsonFileStore, Store};
 
 /// A startup failure, with a message meant for the operator.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,8 @@ pub struct App {
     /// The engine.
     pub engine: Engine,
     tools: Arc<ToolRegistry>,
+    /// Conversation files the store set aside at startup.
+    quarantined_files: usize,
 }
 
 impl App {
@@ -49,6 +52,7 @@ impl App {
         })?;
         let store =
             JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?;
+        let store = Arc::new(store);
         let tools = ToolRegistry::start(
             &config.mcp_servers,
             RegistryOptions {
@@ -65,12 +69,13 @@ impl App {
             tree,
             tools: tools.clone(),
             agents,
-            store: Arc::new(store),
+            store: store.clone(),
             max_tool_steps: config.max_tool_steps,
         })
         .await
         .map_err(|e| StartupError(e.to_string()))?;
         Ok(App {
+            quarantined_files: store.quarantined(),
             config,
             engine,
             tools,
@@ -83,6 +88,11 @@ impl App {
         api::router(AppState {
             shutdown,
             engine: self.engine.clone(),
+            quarantined_files: self.quarantined_files,
+            hosts: Arc::new(HostPolicy::new(
+                &self.config.host,
+                &self.config.allowed_hosts,
+            )),
             agent: Arc::new(AgentInfo {
                 name: self.config.name.clone(),
                 description: self.config.description.clone(),

@@ -45,6 +45,12 @@ pub struct AgentConfig {
     /// How peers reach this agent; defaults to `http://{host}:{port}`.
     #[serde(default)]
     pub public_url: Option<String>,
+    /// Host names (the `Host` header, port ignored, any case) accepted
+    /// besides the loopback names. On a loopback `host` other names are
+    /// refused (DNS rebinding); on another address they are refused only
+    /// when this list is not empty.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
     /// The model.
     #[serde(default)]
     pub llm: LlmConfig,
@@ -202,6 +208,24 @@ fn default_sub_agent_timeout() -> u64 {
     120
 }
 
+/// `allowed_hosts` entries are bare host names (an optional port is
+/// ignored), not URLs.
+fn validate_allowed_hosts(hosts: &[String]) -> Result<(), (String, String)> {
+    for (i, host) in hosts.iter().enumerate() {
+        let bad = host.trim().is_empty()
+            || host.contains('/')
+            || host.contains('@')
+            || host.chars().any(char::is_whitespace);
+        if bad {
+            return Err((
+                format!("allowed_hosts[{i}]"),
+                format!("must be a host name like \"agent.example.com\", got {host:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A configuration problem, reported at startup.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -303,6 +327,7 @@ impl AgentConfig {
                 format!("must be an http(s) URL, got {url:?}"),
             ));
         }
+        validate_allowed_hosts(&self.allowed_hosts)?;
         if let Some(root) = &self.agent {
             tree::validate_tree(root, "agent")?;
         }

@@ -85,3 +85,13 @@ fn every_shipped_and_test_config_is_valid() {
     }
     assert!(checked >= 12, "only {checked} configs found");
 }
+
+#[test]
+fn allowed_hosts_are_host_names() {
+    let config = parse("allowed_hosts: [agent.example.com, \"Box:8080\"]").unwrap();
+    assert_eq!(config.allowed_hosts, ["agent.example.com", "Box:8080"]);
+    assert!(parse("{}").unwrap().allowed_hosts.is_empty());
+    let error = parse("allowed_hosts: [\"http://agent.example.com/\"]").unwrap_err();
+    assert!(error.contains("allowed_hosts[0]"), "{error}");
+    assert!(error.contains("host name"), "{error}");
+}
