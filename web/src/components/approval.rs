@@ -77,7 +77,7 @@ fn Panel(approval: PendingApproval) -> impl IntoView {
                 </dd>
             </dl>
             <div class="approval-args">
-                <ArgsTable args=approval.tool_args.clone() />
+                <ArgsTable args=approval.tool_args.clone() open_json=true />
             </div>
             </div>
             <div class="approval-actions">

@@ -5,9 +5,10 @@ use asg_shared::{Message, Role};
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use crate::components::args::ArgsTable;
-use crate::logic::args::pretty_text;
+use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
+use crate::logic::json::{Shown, show_text};
 use crate::logic::labels::clock;
+use crate::logic::markdown::render_markdown;
 use crate::logic::timeline::{
     TimelineItem, ToolExchange, build_timeline, is_collapsible, message_classes, role_name,
     shows_nodes,
@@ -181,10 +182,47 @@ fn TextMessage(message: Message) -> impl IntoView {
                 {node.map(|node| view! { <span class="chip node">{node}</span> })}
                 <span class="time">{time}</span>
             </div>
-            <div class="content">{message.content}</div>
+            <MessageBody role=message.role is_error=message.is_error content=message.content />
         </div>
     }
     .into_any()
+}
+
+/// A message's text. An agent's answer is Markdown, rendered to sanitized
+/// HTML ([`render_markdown`] never lets markup from the text through), or
+/// JSON when the whole answer is JSON; everything else is plain text.
+#[component]
+fn MessageBody(role: Role, is_error: bool, content: String) -> impl IntoView {
+    if role != Role::Assistant || is_error {
+        return view! { <div class="content">{content}</div> }.into_any();
+    }
+    match show_text(&content) {
+        Shown::Text(text) => {
+            view! { <div class="content markdown" inner_html=render_markdown(&text)></div> }
+                .into_any()
+        }
+        Shown::Inline(json) => view! {
+            <div class="content">
+                <code class="json-inline">{json}</code>
+            </div>
+        }
+        .into_any(),
+        Shown::Collapsed { summary, pretty } => view! {
+            <div class="content">
+                <JsonBlock summary=summary pretty=pretty open=false />
+            </div>
+        }
+        .into_any(),
+    }
+}
+
+/// A tool's output: JSON inline or collapsed, other text as is.
+#[component]
+fn ToolOutput(content: String) -> impl IntoView {
+    match show_text(&content) {
+        Shown::Text(text) => view! { <pre>{text}</pre> }.into_any(),
+        shown => view! { <ShownValue shown=shown multiline=false open=false /> }.into_any(),
+    }
 }
 
 /// A tool call with its arguments and, once it has one, its result.
@@ -242,7 +280,7 @@ fn ToolCard(exchange: ToolExchange) -> impl IntoView {
                         view! {
                             <div class="tool-result" class:error=is_error>
                                 <div class="tool-result-label">{result_label}</div>
-                                <pre>{pretty_text(&result.content)}</pre>
+                                <ToolOutput content=result.content />
                             </div>
                         }
                     })}

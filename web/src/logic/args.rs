@@ -1,7 +1,9 @@
-//! Readable tool arguments and results: a key/value table instead of
-//! one-line JSON, and pretty-printed JSON where a value is structured.
+//! Readable tool arguments: a key/value table instead of one-line JSON,
+//! with structured values shown as JSON ([`crate::logic::json`]).
 
 use serde_json::{Map, Value};
+
+use crate::logic::json::{Shown, show_value};
 
 /// One row of an argument table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,24 +11,29 @@ pub struct ArgRow {
     /// Argument name.
     pub key: String,
     /// The value as shown: strings without quotes, numbers and booleans
-    /// as written, objects and arrays pretty-printed.
-    pub value: String,
-    /// True when the value spans several lines (structured or long text),
-    /// so the view can show it as a block.
-    pub block: bool,
+    /// as written, objects and arrays (and strings holding them) as JSON,
+    /// on one line when short, else a collapsed pretty-printed block.
+    pub value: Shown,
+}
+
+impl ArgRow {
+    /// True when the value is text that spans several lines, so the view
+    /// shows it as a block.
+    pub fn is_multiline(&self) -> bool {
+        matches!(&self.value, Shown::Text(text) if text.contains('\n'))
+    }
 }
 
 /// The rows of an argument table, in the order of the map (sorted by
 /// name unless serde_json keeps insertion order).
 pub fn arg_rows(args: &Map<String, Value>) -> Vec<ArgRow> {
     args.iter()
-        .map(|(key, value)| {
-            let shown = display_value(value);
-            ArgRow {
-                key: key.clone(),
-                block: shown.contains('\n') || matches!(value, Value::Object(_) | Value::Array(_)),
-                value: shown,
-            }
+        .map(|(key, value)| ArgRow {
+            key: key.clone(),
+            value: match value {
+                Value::String(_) | Value::Object(_) | Value::Array(_) => show_value(value),
+                _ => Shown::Text(display_value(value)),
+            },
         })
         .collect()
 }
@@ -46,19 +53,6 @@ pub fn display_value(value: &Value) -> String {
 /// Pretty-printed JSON (two-space indent).
 pub fn pretty_json(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-}
-
-/// A tool's output text: pretty-printed when it is a JSON object or array,
-/// unchanged otherwise.
-pub fn pretty_text(text: &str) -> String {
-    let trimmed = text.trim();
-    if (trimmed.starts_with('{') || trimmed.starts_with('['))
-        && let Ok(value) = serde_json::from_str::<Value>(trimmed)
-        && (value.is_object() || value.is_array())
-    {
-        return pretty_json(&value);
-    }
-    text.to_string()
 }
 
 /// A one-line summary of the arguments, e.g. `name: web-1, value: 42`,
@@ -97,49 +91,50 @@ mod tests {
         value.as_object().cloned().unwrap()
     }
 
-    #[test]
-    fn scalar_arguments_become_plain_rows_in_order() {
-        let rows = arg_rows(&map(json!({"name": "web-1", "value": 42, "force": true})));
-        let shown: Vec<_> = rows
-            .iter()
-            .map(|r| (r.key.as_str(), r.value.as_str(), r.block))
-            .collect();
-        assert_eq!(
-            shown,
-            [
-                ("force", "true", false),
-                ("name", "web-1", false),
-                ("value", "42", false)
-            ]
-        );
+    fn text(value: &str) -> Shown {
+        Shown::Text(value.to_string())
     }
 
     #[test]
-    fn structured_arguments_are_pretty_printed_blocks() {
-        let rows = arg_rows(&map(
-            json!({"b_tags": ["a", "b"], "a_meta": {"k": 1}, "c_none": null}),
-        ));
-        assert_eq!(rows[1].value, "[\n  \"a\",\n  \"b\"\n]");
-        assert!(rows[1].block);
-        assert_eq!(rows[0].value, "{\n  \"k\": 1\n}");
-        assert_eq!(rows[2].value, "null");
-        assert!(!rows[2].block);
+    fn scalar_arguments_become_plain_rows_in_order() {
+        let rows = arg_rows(&map(json!({"name": "web-1", "value": 42, "force": true})));
+        let shown: Vec<_> = rows.iter().map(|r| (r.key.as_str(), &r.value)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("force", &text("true")),
+                ("name", &text("web-1")),
+                ("value", &text("42"))
+            ]
+        );
+        assert!(rows.iter().all(|r| !r.is_multiline()));
+    }
+
+    #[test]
+    fn structured_arguments_are_json_inline_or_collapsed() {
+        let rows = arg_rows(&map(json!({
+            "b_tags": ["a", "b"],
+            "a_meta": {"k": 1, "long": "x".repeat(70)},
+            "c_none": null,
+            "d_json_text": "{\"k\": [1, 2]}"
+        })));
+        assert_eq!(rows[1].value, Shown::Inline("[\"a\",\"b\"]".into()));
+        let Shown::Collapsed { pretty, .. } = &rows[0].value else {
+            panic!("not collapsed: {:?}", rows[0]);
+        };
+        assert!(pretty.starts_with("{\n  \"k\": 1,\n"), "{pretty}");
+        assert_eq!(rows[2].value, text("null"));
+        assert_eq!(rows[3].value, Shown::Inline("{\"k\":[1,2]}".into()));
     }
 
     #[test]
     fn empty_containers_stay_short_and_multiline_text_is_a_block() {
         let rows = arg_rows(&map(json!({"a": [], "b": {}, "c": "x\ny"})));
-        assert_eq!(rows[0].value, "[]");
-        assert_eq!(rows[1].value, "{}");
-        assert!(rows[2].block);
-    }
-
-    #[test]
-    fn tool_output_is_pretty_printed_only_when_it_is_json() {
-        assert_eq!(pretty_text(r#"{"a":1}"#), "{\n  \"a\": 1\n}");
-        assert_eq!(pretty_text("[1]"), "[\n  1\n]");
-        assert_eq!(pretty_text("Found 2 resources"), "Found 2 resources");
-        assert_eq!(pretty_text("{not json"), "{not json");
+        assert_eq!(rows[0].value, Shown::Inline("[]".into()));
+        assert_eq!(rows[1].value, Shown::Inline("{}".into()));
+        assert!(rows[2].is_multiline());
+        assert_eq!(display_value(&json!({})), "{}");
+        assert_eq!(display_value(&json!([1])), "[\n  1\n]");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 pub mod args;
 pub mod errors;
 pub mod events;
+pub mod json;
 pub mod labels;
+pub mod markdown;
 pub mod timeline;
 pub mod url;
 
