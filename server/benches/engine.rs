@@ -112,6 +112,8 @@ async fn main() {
         agents: Arc::new(agent_server::a2a::client::A2aClient::empty()),
         store,
         max_tool_steps: 10,
+        catalog: Default::default(),
+        limits: Default::default(),
     })
     .await
     .expect("engine");

@@ -30,6 +30,8 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         agents: Arc::new(A2aClient::empty()),
         store: Arc::new(JsonFileStore::open(dir).unwrap()),
         max_tool_steps: 3,
+        catalog: Default::default(),
+        limits: Default::default(),
     })
     .await
     .unwrap();

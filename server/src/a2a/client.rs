@@ -56,6 +56,8 @@ pub enum A2aError {
 pub struct RemoteApproval {
     /// The sub-agent's task id (continue it to decide).
     pub task_id: String,
+    /// The sub-agent's approval uuid (a decision names it).
+    pub approval_uuid: Option<String>,
     /// The tool it wants to run.
     pub tool_name: String,
     /// With these arguments.
@@ -94,7 +96,12 @@ pub struct A2aClient {
     http: reqwest::Client,
     agents: Vec<Arc<SubAgent>>,
     max_depth: u32,
+    /// Largest JSON-RPC answer read from a sub-agent.
+    max_response_bytes: usize,
 }
+
+/// Default cap on a sub-agent's answer (`limits.max_a2a_response_bytes`).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 impl A2aClient {
     /// Builds the client and fetches the cards it can (failures are
@@ -118,6 +125,7 @@ impl A2aClient {
                 })
                 .collect(),
             max_depth,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         };
         futures::future::join_all(client.agents.iter().map(|agent| async {
             match client.card(agent).await {
@@ -135,7 +143,14 @@ impl A2aClient {
             http: reqwest::Client::new(),
             agents: Vec::new(),
             max_depth: 4,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
+    }
+
+    /// Caps the size of a sub-agent's answer.
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> A2aClient {
+        self.max_response_bytes = bytes;
+        self
     }
 
     /// A sub-agent by name.
@@ -185,28 +200,18 @@ impl A2aClient {
 
     /// Sends `text` to a sub-agent: a new task, or a continuation of
     /// `task_id`. `decision` adds the approval data part of a
-    /// continuation.
+    /// continuation, naming the sub-agent's approval it decides.
     pub async fn send(
         &self,
         agent: &SubAgent,
         text: &str,
         task_id: Option<&str>,
-        decision: Option<bool>,
+        decision: Option<&RemoteDecision>,
         ctx: &RequestContext,
     ) -> Result<Delegation, A2aError> {
-        let depth = ctx.depth + 1;
-        if depth > self.max_depth {
-            return Err(A2aError::DepthLimit {
-                agent: agent.name.clone(),
-                depth: ctx.depth,
-            });
-        }
-        let endpoint = self.endpoint(agent).await?;
         let mut parts = vec![Part::text(text)];
-        if let Some(approved) = decision {
-            let mut data = Map::new();
-            data.insert(approval_keys::APPROVED.into(), Value::Bool(approved));
-            parts.push(Part::data(data));
+        if let Some(decision) = decision {
+            parts.push(Part::data(decision.data()));
         }
         let params = MessageSendParams {
             message: A2aMessage {
@@ -222,10 +227,56 @@ impl A2aClient {
             configuration: None,
             metadata: None,
         };
+        let params = serde_json::to_value(params).map_err(|e| A2aError::InvalidResponse {
+            agent: agent.name.clone(),
+            message: e.to_string(),
+        })?;
+        tracing::info!(agent = %agent.name, sid = %ctx.session_id, depth = ctx.depth + 1, continuation = task_id.is_some(), "delegating to sub-agent");
+        let result = self.call(agent, "message/send", params, ctx).await?;
+        if result.get("kind").and_then(Value::as_str) == Some("message") {
+            let message: A2aMessage = serde_json::from_value(result)
+                .map_err(|e| invalid_response(agent, e.to_string()))?;
+            return Ok(Delegation::Completed(message.text()));
+        }
+        let task: Task =
+            serde_json::from_value(result).map_err(|e| invalid_response(agent, e.to_string()))?;
+        Ok(delegation_of(&task))
+    }
+
+    /// Reads a sub-agent's task (`tasks/get`): how to reconcile a
+    /// forwarded decision whose answer was lost.
+    pub async fn get_task(
+        &self,
+        agent: &SubAgent,
+        task_id: &str,
+        ctx: &RequestContext,
+    ) -> Result<Task, A2aError> {
+        let params = json!({"id": task_id, "historyLength": 0});
+        let result = self.call(agent, "tasks/get", params, ctx).await?;
+        serde_json::from_value(result).map_err(|e| invalid_response(agent, e.to_string()))
+    }
+
+    /// One JSON-RPC call with the caller's Bearer, `X-Session-ID` and the
+    /// delegation depth; the answer's `result`, or the error.
+    async fn call(
+        &self,
+        agent: &SubAgent,
+        method: &str,
+        params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, A2aError> {
+        let depth = ctx.depth + 1;
+        if depth > self.max_depth {
+            return Err(A2aError::DepthLimit {
+                agent: agent.name.clone(),
+                depth: ctx.depth,
+            });
+        }
+        let endpoint = self.endpoint(agent).await?;
         let body = json!({
             "jsonrpc": "2.0",
             "id": uuid::Uuid::new_v4().to_string(),
-            "method": "message/send",
+            "method": method,
             "params": params,
         });
         let mut request = self
@@ -238,20 +289,11 @@ impl A2aClient {
         if let Some(token) = &ctx.bearer {
             request = request.bearer_auth(token.expose());
         }
-        tracing::info!(agent = %agent.name, sid = %ctx.session_id, depth, continuation = task_id.is_some(), "delegating to sub-agent");
         let response = request.send().await.map_err(|e| {
-            if e.is_timeout() {
-                A2aError::Timeout {
-                    agent: agent.name.clone(),
-                    secs: agent.timeout.as_secs(),
-                }
-            } else {
+            if !e.is_timeout() {
                 agent.forget_card();
-                A2aError::Unavailable {
-                    agent: agent.name.clone(),
-                    message: without_url(&e),
-                }
             }
+            transport_error(agent, &e)
         })?;
         let status = response.status();
         if !status.is_success() {
@@ -260,20 +302,20 @@ impl A2aClient {
                 status: status.as_u16(),
             });
         }
-        let invalid = |message: String| A2aError::InvalidResponse {
-            agent: agent.name.clone(),
-            message,
-        };
-        let rpc: JsonRpcResponse = response.json().await.map_err(|e| {
-            if e.is_timeout() {
-                A2aError::Timeout {
-                    agent: agent.name.clone(),
-                    secs: agent.timeout.as_secs(),
-                }
-            } else {
-                invalid(e.without_url().to_string())
-            }
-        })?;
+        let bytes = read_capped(response, self.max_response_bytes)
+            .await
+            .map_err(|e| match e {
+                Capped::Transport(e) => transport_error(agent, &e),
+                Capped::TooLarge => invalid_response(
+                    agent,
+                    format!(
+                        "the answer is larger than {} bytes (limits.max_a2a_response_bytes)",
+                        self.max_response_bytes
+                    ),
+                ),
+            })?;
+        let rpc: JsonRpcResponse =
+            serde_json::from_slice(&bytes).map_err(|e| invalid_response(agent, e.to_string()))?;
         if let Some(error) = rpc.error {
             return Err(A2aError::Rpc {
                 agent: agent.name.clone(),
@@ -281,29 +323,111 @@ impl A2aClient {
                 message: error.message,
             });
         }
-        let result = rpc.result.ok_or_else(|| invalid("no result".into()))?;
-        if result.get("kind").and_then(Value::as_str) == Some("message") {
-            let message: A2aMessage =
-                serde_json::from_value(result).map_err(|e| invalid(e.to_string()))?;
-            return Ok(Delegation::Completed(message.text()));
-        }
-        let task: Task = serde_json::from_value(result).map_err(|e| invalid(e.to_string()))?;
-        Ok(delegation_of(&task))
+        rpc.result
+            .ok_or_else(|| invalid_response(agent, "no result".into()))
     }
 
+    /// The JSON-RPC endpoint. A URL with a path is the endpoint itself; a
+    /// bare origin is resolved through the card, whose endpoint must be on
+    /// the configured origin: tokens go only where the operator said.
     async fn endpoint(&self, agent: &SubAgent) -> Result<String, A2aError> {
-        // A URL with a path is the endpoint itself; a bare origin is
-        // resolved through the card.
         if has_path(&agent.url) {
             return Ok(agent.url.clone());
         }
         let card = self.card(agent).await?;
-        Ok(if card.url.is_empty() {
-            format!("{}/a2a", agent.url)
-        } else {
-            card.url
-        })
+        if card.url.is_empty() {
+            return Ok(format!("{}/a2a", agent.url));
+        }
+        if same_origin(&card.url, &agent.url) {
+            return Ok(card.url);
+        }
+        let path = path_of(&card.url);
+        let endpoint = format!(
+            "{}{}",
+            agent.url,
+            if path.is_empty() { "/a2a" } else { path }
+        );
+        tracing::warn!(
+            agent = %agent.name,
+            card_url = %card.url,
+            using = %endpoint,
+            "the sub-agent's card names an endpoint on another origin than the configured url; using the configured origin (credentials are only sent there)"
+        );
+        Ok(endpoint)
     }
+}
+
+/// A human's decision forwarded to a sub-agent's task.
+#[derive(Debug, Clone)]
+pub struct RemoteDecision {
+    /// Approve or reject.
+    pub approve: bool,
+    /// The sub-agent's approval uuid: it refuses a decision for anything
+    /// else.
+    pub approval_uuid: Option<String>,
+    /// Why (a rejection's reason).
+    pub reason: Option<String>,
+}
+
+impl RemoteDecision {
+    fn data(&self) -> Map<String, Value> {
+        let mut data = Map::new();
+        data.insert(approval_keys::APPROVED.into(), Value::Bool(self.approve));
+        if let Some(uuid) = &self.approval_uuid {
+            data.insert(
+                approval_keys::APPROVAL_UUID.into(),
+                Value::from(uuid.as_str()),
+            );
+        }
+        if let Some(reason) = &self.reason {
+            data.insert(approval_keys::REASON.into(), Value::from(reason.as_str()));
+        }
+        data
+    }
+}
+
+fn invalid_response(agent: &SubAgent, message: String) -> A2aError {
+    A2aError::InvalidResponse {
+        agent: agent.name.clone(),
+        message,
+    }
+}
+
+fn transport_error(agent: &SubAgent, error: &reqwest::Error) -> A2aError {
+    if error.is_timeout() {
+        A2aError::Timeout {
+            agent: agent.name.clone(),
+            secs: agent.timeout.as_secs(),
+        }
+    } else {
+        A2aError::Unavailable {
+            agent: agent.name.clone(),
+            message: without_url(error),
+        }
+    }
+}
+
+enum Capped {
+    Transport(reqwest::Error),
+    TooLarge,
+}
+
+/// A response body, refused past `limit` bytes (checked as it arrives).
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Capped> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Err(Capped::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Capped::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(Capped::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 impl SubAgent {
@@ -315,6 +439,11 @@ impl SubAgent {
         if let Ok(mut card) = self.card.write() {
             *card = None;
         }
+    }
+
+    /// Longest one call to it may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The sub-agent as a tool with one `message` argument.
@@ -366,6 +495,7 @@ pub fn delegation_of(task: &Task) -> Delegation {
             let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
             Delegation::InputRequired(RemoteApproval {
                 task_id: task.id.clone(),
+                approval_uuid: text(approval_keys::APPROVAL_UUID),
                 tool_name: text(approval_keys::TOOL_NAME).unwrap_or_else(|| "remote action".into()),
                 tool_args: data
                     .get(approval_keys::TOOL_ARGS)
@@ -396,6 +526,25 @@ fn has_path(url: &str) -> bool {
     origin(url).len() < url.trim_end_matches('/').len()
 }
 
+/// The path (and query) of a URL, after its origin.
+fn path_of(url: &str) -> &str {
+    &url[origin(url).len()..]
+}
+
+/// Same scheme, host and port (compared case-insensitively, default
+/// ports made explicit).
+fn same_origin(a: &str, b: &str) -> bool {
+    let normalize = |url: &str| -> Option<(String, String, u16)> {
+        let parsed = reqwest::Url::parse(url).ok()?;
+        Some((
+            parsed.scheme().to_ascii_lowercase(),
+            parsed.host_str()?.to_ascii_lowercase(),
+            parsed.port_or_known_default()?,
+        ))
+    };
+    matches!((normalize(a), normalize(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// A reqwest error's text without the URL (kept short for users).
 fn without_url(error: &reqwest::Error) -> String {
     let text = error.to_string();
@@ -418,6 +567,13 @@ mod tests {
         assert_eq!(origin("http://b:8082"), "http://b:8082");
         assert!(has_path("http://b:8082/a2a"));
         assert!(!has_path("http://b:8082/"));
+        assert_eq!(path_of("http://b:8082/rpc/a2a"), "/rpc/a2a");
+        assert!(same_origin("http://B:8082/a2a", "http://b:8082"));
+        assert!(same_origin("https://b/a2a", "https://b:443"));
+        assert!(!same_origin("http://evil:8082/a2a", "http://b:8082"));
+        assert!(!same_origin("http://b:9999/a2a", "http://b:8082"));
+        assert!(!same_origin("https://b:8082/a2a", "http://b:8082"));
+        assert!(!same_origin("not a url", "http://b:8082"));
     }
 
     #[test]
@@ -437,6 +593,7 @@ mod tests {
             panic!("not input-required");
         };
         assert_eq!(approval.task_id, "t1");
+        assert_eq!(approval.approval_uuid.as_deref(), Some("u"));
         assert_eq!(approval.tool_name, "resources_add");
         assert_eq!(json!(approval.tool_args), json!({"name": "x", "value": 1}));
         assert_eq!(approval.description, "add x");

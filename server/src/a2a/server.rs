@@ -340,11 +340,15 @@ pub(crate) fn engine_error(error: &EngineError) -> RpcError {
         EngineError::NotCancelable(_) => {
             RpcError::new(error_codes::TASK_NOT_CANCELABLE, error.to_string())
         }
+        EngineError::ShuttingDown | EngineError::TooManySubscribers(_) => {
+            RpcError::new(error_codes::INTERNAL_ERROR, error.to_string())
+        }
+        // The details (file paths, causes) go to the log only.
         other => {
             tracing::error!(error = %other, "A2A request failed");
             RpcError::new(
                 error_codes::INTERNAL_ERROR,
-                format!("internal error: {other}"),
+                "internal error: the request could not be completed; the agent's log has the details",
             )
         }
     }

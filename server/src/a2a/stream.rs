@@ -22,7 +22,7 @@ use chrono::Utc;
 use futures::stream;
 use serde_json::Value;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::mapping::{self, TaskRef};
@@ -31,7 +31,7 @@ use super::server::{
     result_response, settled, tag,
 };
 use crate::api::logging::ConversationTag;
-use crate::engine::{EngineError, TurnOutcome};
+use crate::engine::{EngineError, Subscription, TurnOutcome};
 
 /// Events buffered for a slow client before the forwarder waits.
 const BUFFER: usize = 64;
@@ -80,7 +80,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
     // Subscribe before the turn starts so no event is missed.
     let events = engine
         .subscribe(conversation.id)
-        .ok_or_else(|| RpcError::task_not_found(&at.task_id))?;
+        .map_err(|e| super::server::engine_error(&e))?;
     let mut first = mapping::to_task(&conversation, &context, history_length);
     first.artifacts.clear();
     if request.message.task_id.is_none() {
@@ -123,7 +123,9 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
         let engine = call.state.engine.clone();
         let not_found = || RpcError::task_not_found(&id.to_string());
         // Subscribe before reading the state so the end cannot be missed.
-        let events = engine.subscribe(id).ok_or_else(not_found)?;
+        let events = engine
+            .subscribe(id)
+            .map_err(|e| super::server::engine_error(&e))?;
         let conversation = engine.get(id).ok_or_else(not_found)?;
         let context = call.contexts.get(id);
         let mut task = mapping::to_task(&conversation, &context, history_length);
@@ -159,7 +161,7 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
 async fn relay_turn(
     sink: &Sink,
     at: &TaskRef,
-    mut events: broadcast::Receiver<ConversationEvent>,
+    mut events: Subscription<ConversationEvent>,
     mut turn: JoinHandle<Result<TurnOutcome, EngineError>>,
 ) -> Option<Result<Result<TurnOutcome, EngineError>, tokio::task::JoinError>> {
     let mut open = true;
@@ -199,7 +201,7 @@ async fn relay_turn(
 async fn relay_until_finished(
     sink: &Sink,
     at: &TaskRef,
-    mut events: broadcast::Receiver<ConversationEvent>,
+    mut events: Subscription<ConversationEvent>,
 ) -> bool {
     loop {
         match events.recv().await {

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::Html;
 use utoipa::OpenApi;
 
-use super::{AgentInfo, AppState, approvals, conversations, events, system};
+use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system};
 
 /// The OpenAPI description of the REST API.
 #[derive(OpenApi)]
@@ -27,6 +27,7 @@ use super::{AgentInfo, AppState, approvals, conversations, events, system};
         events::conversations_events,
         approvals::approvals_resolve,
         approvals::approvals_index,
+        inbox::inbox_events,
     ),
     tags(
         (name = "system", description = "Health and tools"),

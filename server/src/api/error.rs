@@ -93,6 +93,17 @@ impl From<EngineError> for ApiError {
                 "storage_error",
                 "the conversation could not be saved; see the server log",
             ),
+            EngineError::ShuttingDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", message)
+            }
+            EngineError::TooManySubscribers(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_streams", message)
+            }
+            EngineError::Internal(_) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "the request failed unexpectedly; see the server log",
+            ),
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::engine::Engine;
         (status = 200, description = "`text/event-stream`; each `data:` line is one JSON event (`type`: snapshot, turn_started, message, approval_requested, approval_resolved, status, turn_finished)", body = ConversationEvent),
         (status = 400, description = "The id is not a UUID", body = asg_shared::rest::ErrorBody),
         (status = 404, description = "Unknown conversation", body = asg_shared::rest::ErrorBody),
+        (status = 503, description = "Too many open event streams (`limits`)", body = asg_shared::rest::ErrorBody),
     ))]
 pub async fn conversations_events(
     State(state): State<AppState>,
@@ -33,7 +34,7 @@ pub async fn conversations_events(
     let id = parse_uuid("conversation id", &id)?;
     let not_found = || ApiError::not_found(format!("conversation {id} not found"));
     // Subscribe before reading the snapshot so no change falls in between.
-    let receiver = state.engine.subscribe(id).ok_or_else(not_found)?;
+    let receiver = state.engine.subscribe(id)?;
     let first = snapshot(&state.engine, id).ok_or_else(not_found)?;
     let engine = state.engine.clone();
     let live = stream::unfold(

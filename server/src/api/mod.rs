@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod guard;
+pub mod inbox;
 pub mod logging;
 pub mod system;
 
@@ -93,6 +94,7 @@ pub fn router(state: AppState) -> Router {
             post(conversations::conversations_send),
         )
         .route("/approvals", get(approvals::approvals_index))
+        .route("/events", get(inbox::inbox_events))
         .route("/approvals/{uuid}", post(approvals::approvals_resolve))
         .merge(crate::a2a::server::routes())
         .fallback(not_found)

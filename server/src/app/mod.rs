@@ -15,7 +15,8 @@ use crate::a2a::client::A2aClient;
 use crate::api::guard::HostPolicy;
 use crate::api::{self, AgentInfo, AppState};
 use crate::config::AgentConfig;
-use crate::engine::{Engine, EngineParts};
+use crate::engine::catalog::ToolCatalog;
+use crate::engine::{Engine, EngineLimits, EngineParts, HistoryBudget};
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
 use crate::store::{JsonFileStore, Store};
@@ -63,7 +64,17 @@ impl App {
         .await
         .map_err(StartupError)?;
         let tools = Arc::new(tools);
-        let agents = Arc::new(A2aClient::start(&config.a2a, config.max_delegation_depth).await);
+        let agents = A2aClient::start(&config.a2a, config.max_delegation_depth)
+            .await
+            .with_max_response_bytes(config.limits.max_a2a_response_bytes);
+        let agents = Arc::new(agents);
+        let catalog = match ToolCatalog::build(tools.tools().to_vec(), agents.tools()) {
+            Ok(catalog) => catalog,
+            Err(error) => {
+                tools.shutdown().await;
+                return Err(StartupError(error));
+            }
+        };
         let tree = tree::build_tree(&config, &tools, &agents, config_dir, env)?;
         let engine = Engine::start(EngineParts {
             tree,
@@ -71,6 +82,16 @@ impl App {
             agents,
             store: store.clone(),
             max_tool_steps: config.max_tool_steps,
+            catalog,
+            limits: EngineLimits {
+                max_tool_result_bytes: config.limits.max_tool_result_bytes,
+                history: HistoryBudget {
+                    max_messages: config.llm.max_history_messages,
+                    max_tokens: config.llm.max_history_tokens,
+                },
+                max_subscribers_per_conversation: config.limits.max_subscribers_per_conversation,
+                max_subscribers: config.limits.max_subscribers,
+            },
         })
         .await
         .map_err(|e| StartupError(e.to_string()))?;
@@ -111,9 +132,15 @@ impl App {
         let port = listener.local_addr()?.port();
         let (stopping, stop_flag) = tokio::sync::watch::channel(false);
         let router = self.router(port, stop_flag);
+        let engine = self.engine.clone();
+        let deadline = std::time::Duration::from_secs(self.config.shutdown_timeout_secs);
         let result = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
+                // No new turns; running ones finish (or are recorded as
+                // interrupted at the deadline) while requests are still
+                // answered, so their callers get the outcome.
+                engine.shutdown(deadline).await;
                 // End the open event streams so the server can drain.
                 let _ = stopping.send(true);
             })

@@ -77,6 +77,13 @@ pub struct AgentConfig {
     /// delegation cycles.
     #[serde(default = "default_max_delegation_depth")]
     pub max_delegation_depth: u32,
+    /// Seconds a graceful shutdown waits for running turns before it
+    /// records them as interrupted.
+    #[serde(default = "default_shutdown_timeout")]
+    pub shutdown_timeout_secs: u64,
+    /// Caps on results, bodies and subscribers.
+    #[serde(default)]
+    pub limits: LimitsConfig,
 }
 
 /// One A2A sub-agent.
@@ -118,6 +125,17 @@ pub struct LlmConfig {
     /// Seconds one model call may take.
     #[serde(default = "default_llm_timeout")]
     pub timeout_secs: u64,
+    /// Most history messages sent to the model (older ones are left out,
+    /// tool results first); none: no count limit.
+    #[serde(default)]
+    pub max_history_messages: Option<usize>,
+    /// Estimated tokens of history sent to the model (about 4 bytes a
+    /// token): older tool results are elided first, then older messages.
+    #[serde(default = "default_max_history_tokens")]
+    pub max_history_tokens: usize,
+    /// Largest model response body read, in bytes.
+    #[serde(default = "default_max_model_response_bytes")]
+    pub max_response_bytes: usize,
 }
 
 impl Default for LlmConfig {
@@ -128,8 +146,15 @@ impl Default for LlmConfig {
             temperature: None,
             max_tokens: None,
             timeout_secs: default_llm_timeout(),
+            max_history_messages: None,
+            max_history_tokens: default_max_history_tokens(),
+            max_response_bytes: default_max_model_response_bytes(),
         }
     }
+}
+
+fn default_max_history_tokens() -> usize {
+    100_000
 }
 
 /// One MCP server: `command` (stdio) or `url` (streamable HTTP).
@@ -158,13 +183,14 @@ pub struct McpServerConfig {
 }
 
 /// `approval:` section: which tool calls stop for a human.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalConfig {
-    /// Treat tools that carry no `destructiveHint` at all as destructive
-    /// (the MCP spec's default). Off by default: only an explicit
-    /// `destructiveHint: true` stops the agent.
-    #[serde(default)]
+    /// Treat tools that carry neither `readOnlyHint: true` nor a
+    /// `destructiveHint` as destructive: the MCP specification's default,
+    /// and ours (true). Only an explicit `false` here lets unannotated
+    /// tools run without approval.
+    #[serde(default = "default_true")]
     pub unannotated_is_destructive: bool,
     /// Tools that always need approval, whatever their hints.
     #[serde(default)]
@@ -172,6 +198,69 @@ pub struct ApprovalConfig {
     /// Tools that never need approval, whatever their hints.
     #[serde(default)]
     pub never: Vec<String>,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        ApprovalConfig {
+            unannotated_is_destructive: true,
+            always: Vec::new(),
+            never: Vec::new(),
+        }
+    }
+}
+
+/// `limits:` section: caps that keep one request, one tool or one peer
+/// from exhausting the agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Longest tool result kept and sent to the model, in bytes; a longer
+    /// one is cut with a visible note.
+    #[serde(default = "default_max_tool_result_bytes")]
+    pub max_tool_result_bytes: usize,
+    /// Largest A2A response body read from a sub-agent, in bytes.
+    #[serde(default = "default_max_a2a_response_bytes")]
+    pub max_a2a_response_bytes: usize,
+    /// Event-stream subscribers per conversation (503 past it).
+    #[serde(default = "default_max_subscribers_per_conversation")]
+    pub max_subscribers_per_conversation: usize,
+    /// Event-stream subscribers in total (503 past it).
+    #[serde(default = "default_max_subscribers")]
+    pub max_subscribers: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_tool_result_bytes: default_max_tool_result_bytes(),
+            max_a2a_response_bytes: default_max_a2a_response_bytes(),
+            max_subscribers_per_conversation: default_max_subscribers_per_conversation(),
+            max_subscribers: default_max_subscribers(),
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_max_tool_result_bytes() -> usize {
+    32 * 1024
+}
+fn default_max_model_response_bytes() -> usize {
+    8 * 1024 * 1024
+}
+fn default_max_a2a_response_bytes() -> usize {
+    crate::a2a::client::DEFAULT_MAX_RESPONSE_BYTES
+}
+fn default_max_subscribers_per_conversation() -> usize {
+    32
+}
+fn default_max_subscribers() -> usize {
+    1024
+}
+fn default_shutdown_timeout() -> u64 {
+    30
 }
 
 fn default_name() -> String {
@@ -356,6 +445,7 @@ impl AgentConfig {
                 ));
             }
         }
+        self.validate_limits()?;
         if self.max_delegation_depth == 0 {
             return Err(("max_delegation_depth".into(), "must be at least 1".into()));
         }
@@ -394,6 +484,48 @@ impl AgentConfig {
                     format!("duplicate server name {:?}", server.name),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    fn validate_limits(&self) -> Result<(), (String, String)> {
+        let at_least = |field: &str, value: usize, min: usize| {
+            if value < min {
+                Err((
+                    field.to_string(),
+                    format!("must be at least {min}, got {value}"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let limits = &self.limits;
+        at_least(
+            "limits.max_tool_result_bytes",
+            limits.max_tool_result_bytes,
+            256,
+        )?;
+        at_least(
+            "limits.max_a2a_response_bytes",
+            limits.max_a2a_response_bytes,
+            1024,
+        )?;
+        at_least(
+            "limits.max_subscribers_per_conversation",
+            limits.max_subscribers_per_conversation,
+            1,
+        )?;
+        at_least("limits.max_subscribers", limits.max_subscribers, 1)?;
+        at_least("llm.max_response_bytes", self.llm.max_response_bytes, 1024)?;
+        at_least("llm.max_history_tokens", self.llm.max_history_tokens, 100)?;
+        if let Some(n) = self.llm.max_history_messages {
+            at_least("llm.max_history_messages", n, 1)?;
+        }
+        if self.shutdown_timeout_secs > 3600 {
+            return Err((
+                "shutdown_timeout_secs".into(),
+                format!("must be at most 3600, got {}", self.shutdown_timeout_secs),
+            ));
         }
         Ok(())
     }

@@ -21,21 +21,52 @@ pub fn resolvable(conversation: &Conversation, uuid: uuid::Uuid) -> Option<&Pend
     })
 }
 
-/// Turns an approval left `executing` by a crash into a recorded
-/// interruption. Returns true when the conversation changed.
+/// Records a turn that a crash or a shutdown stopped halfway: an approval
+/// left `executing` becomes an "interrupted, may have run, not re-run"
+/// tool result, and the turn ends with an error answer that says so (an
+/// A2A task then reads `failed`, not `working` forever). Returns true when
+/// the conversation changed.
 pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) -> bool {
-    let Some(pending) = conversation
+    let executing = conversation
         .pending_approval
-        .take_if(|p| p.state == ApprovalState::Executing)
-    else {
+        .take_if(|p| p.state == ApprovalState::Executing);
+    if executing.is_none() && !conversation.turn_in_progress {
         return false;
-    };
+    }
+    let mut node = None;
+    if let Some(pending) = executing {
+        conversation.messages.push(interrupted_call(&pending, now));
+        conversation.pipeline_state = None;
+        node = pending.node;
+    }
+    let mut answer = new_message(
+        Role::Assistant,
+        "Interrupted: the agent stopped (restart, crash or shutdown) before this turn \
+         finished. Nothing was run again; send the message again to continue."
+            .to_string(),
+    );
+    answer.node = node;
+    answer.is_error = true;
+    answer.created_at = now;
+    conversation.messages.push(answer);
+    if conversation.status == ConversationStatus::WaitingApproval
+        && conversation.pending_approval.is_none()
+    {
+        conversation.status = ConversationStatus::Active;
+    }
+    conversation.turn_in_progress = false;
+    conversation.updated_at = now;
+    true
+}
+
+/// The tool result of an approved call whose outcome is unknown.
+fn interrupted_call(pending: &PendingApproval, now: DateTime<Utc>) -> asg_shared::Message {
     let mut message = new_message(
         Role::Tool,
         format!(
             "Interrupted: the approved call to {} (approval {}) was started but the agent \
-             stopped before its result was recorded. It was NOT run again; check the \
-             outcome before retrying.",
+             stopped before its result was recorded, so it may have run. It was NOT run \
+             again; check the outcome before retrying.",
             pending.tool_name, pending.uuid
         ),
     );
@@ -50,11 +81,7 @@ pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) 
     message.node = pending.node.clone();
     message.is_error = true;
     message.created_at = now;
-    conversation.messages.push(message);
-    conversation.pipeline_state = None;
-    conversation.status = ConversationStatus::Active;
-    conversation.updated_at = now;
-    true
+    message
 }
 
 /// A one-line, human-readable description of a gated call.
@@ -136,10 +163,28 @@ mod tests {
         assert!(recover_interrupted(&mut executing, Utc::now()));
         assert!(executing.pending_approval.is_none());
         assert_eq!(executing.status, ConversationStatus::Active);
-        let last = executing.messages.last().unwrap();
-        assert!(last.is_error);
-        assert!(last.content.contains("NOT run again"));
-        assert_eq!(last.tool_result.as_ref().unwrap().call_id, "call_1");
+        let result = &executing.messages[executing.messages.len() - 2];
+        assert!(result.is_error);
+        assert!(result.content.contains("NOT run again"));
+        assert!(result.content.contains("may have run"));
+        assert_eq!(result.tool_result.as_ref().unwrap().call_id, "call_1");
+        let answer = executing.messages.last().unwrap();
+        assert_eq!(answer.role, Role::Assistant);
+        assert!(answer.is_error && answer.content.starts_with("Interrupted"));
+    }
+
+    #[test]
+    fn a_turn_left_in_progress_ends_with_an_interruption() {
+        let mut conversation = waiting(ApprovalState::Pending);
+        conversation.pending_approval = None;
+        conversation.status = ConversationStatus::Active;
+        conversation.turn_in_progress = true;
+        assert!(recover_interrupted(&mut conversation, Utc::now()));
+        assert!(!conversation.turn_in_progress);
+        assert_eq!(conversation.status, ConversationStatus::Active);
+        let answer = conversation.messages.last().unwrap();
+        assert!(answer.is_error && answer.content.starts_with("Interrupted"));
+        assert!(!recover_interrupted(&mut conversation, Utc::now()));
     }
 
     #[test]

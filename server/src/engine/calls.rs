@@ -9,7 +9,12 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::Inner;
-use crate::a2a::client::{Delegation, RemoteApproval};
+use super::catalog::ToolKind;
+use asg_shared::a2a::TaskState;
+
+use crate::a2a::client::{
+    A2aError, Delegation, RemoteApproval, RemoteDecision, SubAgent, delegation_of,
+};
 use crate::context::RequestContext;
 
 /// What a call produced.
@@ -30,28 +35,70 @@ impl CallOutcome {
 }
 
 impl Inner {
-    /// A tool by name: MCP tools first, then sub-agents.
-    pub(crate) fn tool(&self, name: &str) -> Option<ToolInfo> {
-        self.tools
-            .tool(name)
-            .cloned()
-            .or_else(|| self.agents.agent(name).map(|agent| agent.tool_info()))
+    /// A tool by name, as resolved at startup.
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolInfo> {
+        self.catalog.get(name).map(|entry| &entry.info)
     }
 }
 
-/// Runs a call. Failures become an error result the model can read.
+/// Runs a call on what its name was resolved to at startup. Failures
+/// become an error result the model can read; a result longer than
+/// `limits.max_tool_result_bytes` is cut with a visible note.
 pub async fn execute(
     inner: &Inner,
     ctx: &RequestContext,
     name: &str,
     arguments: Map<String, Value>,
 ) -> CallOutcome {
-    if let Some(agent) = inner.agents.agent(name) {
+    capped(inner, run_call(inner, ctx, name, arguments).await)
+}
+
+/// Cuts a long result at `limits.max_tool_result_bytes`, saying so.
+pub fn capped(inner: &Inner, outcome: CallOutcome) -> CallOutcome {
+    match outcome {
+        CallOutcome::Done { content, is_error } => CallOutcome::Done {
+            content: truncate_result(content, inner.limits.max_tool_result_bytes),
+            is_error,
+        },
+        remote => remote,
+    }
+}
+
+/// `content` cut at `max` bytes (on a character boundary) with a note.
+pub fn truncate_result(mut content: String, max: usize) -> String {
+    if content.len() <= max {
+        return content;
+    }
+    let total = content.len();
+    let mut cut = max;
+    while !content.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    content.truncate(cut);
+    content.push_str(&format!(
+        "\n[truncated: the result was {total} bytes; only the first {cut} are kept (limits.max_tool_result_bytes)]"
+    ));
+    content
+}
+
+async fn run_call(
+    inner: &Inner,
+    ctx: &RequestContext,
+    name: &str,
+    arguments: Map<String, Value>,
+) -> CallOutcome {
+    let kind = inner.catalog.get(name).map(|entry| &entry.kind);
+    if kind == Some(&ToolKind::SubAgent)
+        && let Some(agent) = inner.agents.agent(name)
+    {
         let text = match arguments.get("message").and_then(Value::as_str) {
             Some(text) => text.to_string(),
             None => Value::Object(arguments).to_string(),
         };
         return delegation(name, inner.agents.send(agent, &text, None, None, ctx).await);
+    }
+    if kind != Some(&ToolKind::Mcp) {
+        return CallOutcome::done(format!("No tool named {name:?} is available."), true);
     }
     match inner.tools.call(name, arguments, ctx.bearer.as_ref()).await {
         Ok(output) => CallOutcome::done(output.content, output.is_error),
@@ -62,14 +109,20 @@ pub async fn execute(
     }
 }
 
-/// Forwards a decision on a proxy approval to the sub-agent's task.
+/// Forwards a human's decision on a proxy approval to the sub-agent's
+/// task, naming the sub-agent's approval uuid (it refuses a decision for
+/// anything else). A forward whose answer is lost (timeout, connection
+/// error) or refused is reconciled with `tasks/get` before anything is
+/// sent again, so the decision is applied once.
 pub async fn forward_decision(
     inner: &Inner,
     ctx: &RequestContext,
-    agent_name: &str,
-    task_id: &str,
+    pending: &PendingApproval,
     approve: bool,
+    reason: Option<&str>,
 ) -> CallOutcome {
+    let agent_name = pending.remote_agent_name.as_deref().unwrap_or_default();
+    let task_id = pending.remote_task_id.as_deref().unwrap_or_default();
     let Some(agent) = inner.agents.agent(agent_name) else {
         return CallOutcome::done(
             format!(
@@ -78,20 +131,34 @@ pub async fn forward_decision(
             true,
         );
     };
-    let text = if approve { "approved" } else { "rejected" };
+    let decision = RemoteDecision {
+        approve,
+        approval_uuid: pending.remote_approval_uuid.clone(),
+        reason: reason.map(str::to_string),
+    };
     tracing::info!(
         agent = agent_name,
         task = task_id,
         approve,
+        remote_approval = ?decision.approval_uuid,
         "forwarding approval decision to sub-agent"
     );
-    let outcome = delegation(
-        agent_name,
-        inner
-            .agents
-            .send(agent, text, Some(task_id), Some(approve), ctx)
-            .await,
-    );
+    let text = if approve { "approved" } else { "rejected" };
+    let sent = inner
+        .agents
+        .send(agent, text, Some(task_id), Some(&decision), ctx)
+        .await;
+    let outcome = match sent {
+        Ok(delegation) => capped(inner, from_delegation(agent_name, delegation)),
+        Err(error @ A2aError::DepthLimit { .. }) => from_error(agent_name, error),
+        Err(error) => {
+            tracing::warn!(agent = agent_name, %error, "forwarded decision failed; reconciling with tasks/get");
+            capped(
+                inner,
+                reconcile(inner, ctx, agent, task_id, &decision, error).await,
+            )
+        }
+    };
     match outcome {
         CallOutcome::Done { content, .. } if !approve => CallOutcome::done(
             format!("Rejected by the user; {agent_name} answered: {content}"),
@@ -101,24 +168,103 @@ pub async fn forward_decision(
     }
 }
 
-fn delegation(
-    agent: &str,
-    result: Result<Delegation, crate::a2a::client::A2aError>,
+/// Learns from the sub-agent's task what became of a decision whose
+/// forward failed, and sends it again only when the task still waits for
+/// that same approval.
+async fn reconcile(
+    inner: &Inner,
+    ctx: &RequestContext,
+    agent: &SubAgent,
+    task_id: &str,
+    decision: &RemoteDecision,
+    error: A2aError,
 ) -> CallOutcome {
+    let deadline = tokio::time::Instant::now() + agent.timeout();
+    let task = loop {
+        match inner.agents.get_task(agent, task_id, ctx).await {
+            Ok(task)
+                if task.status.state == TaskState::Working
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(RECONCILE_POLL).await;
+            }
+            Ok(task) => break task,
+            Err(get_error) => {
+                return CallOutcome::done(
+                    format!(
+                        "The decision could not be confirmed with sub-agent {}: {error}; reading \
+                         its task also failed: {get_error}. It may have been applied; it was not \
+                         sent again. Check the sub-agent before retrying.",
+                        agent.name
+                    ),
+                    true,
+                );
+            }
+        }
+    };
+    match delegation_of(&task) {
+        Delegation::InputRequired(remote) if remote.approval_uuid == decision.approval_uuid => {
+            tracing::info!(agent = %agent.name, task = task_id, "the decision was not applied; sending it once more");
+            let text = if decision.approve {
+                "approved"
+            } else {
+                "rejected"
+            };
+            let again = inner
+                .agents
+                .send(agent, text, Some(task_id), Some(decision), ctx)
+                .await;
+            match again {
+                Ok(delegation) => from_delegation(&agent.name, delegation),
+                Err(error) => from_error(&agent.name, error),
+            }
+        }
+        Delegation::InputRequired(remote) => {
+            tracing::warn!(agent = %agent.name, task = task_id, "the sub-agent now waits for another approval; the decision was not applied to it");
+            CallOutcome::Remote {
+                agent: agent.name.clone(),
+                approval: remote,
+            }
+        }
+        _ if task.status.state == TaskState::Working => CallOutcome::done(
+            format!(
+                "Sub-agent {} is still working on the decision after {} s; its outcome is not \
+                 known yet (it may have run). It was not sent again.",
+                agent.name,
+                agent.timeout().as_secs()
+            ),
+            true,
+        ),
+        other => from_delegation(&agent.name, other),
+    }
+}
+
+/// Pause between two `tasks/get` while a sub-agent works on a decision.
+const RECONCILE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+fn delegation(agent: &str, result: Result<Delegation, A2aError>) -> CallOutcome {
     match result {
-        Ok(Delegation::Completed(text)) => CallOutcome::done(text, false),
-        Ok(Delegation::Failed(reason)) => {
+        Ok(delegation) => from_delegation(agent, delegation),
+        Err(error) => from_error(agent, error),
+    }
+}
+
+fn from_delegation(agent: &str, delegation: Delegation) -> CallOutcome {
+    match delegation {
+        Delegation::Completed(text) => CallOutcome::done(text, false),
+        Delegation::Failed(reason) => {
             CallOutcome::done(format!("Sub-agent {agent} failed: {reason}"), true)
         }
-        Ok(Delegation::InputRequired(approval)) => CallOutcome::Remote {
+        Delegation::InputRequired(approval) => CallOutcome::Remote {
             agent: agent.to_string(),
             approval,
         },
-        Err(error) => {
-            tracing::warn!(agent, %error, "delegation failed");
-            CallOutcome::done(error.to_string(), true)
-        }
     }
+}
+
+fn from_error(agent: &str, error: A2aError) -> CallOutcome {
+    tracing::warn!(agent, %error, "delegation failed");
+    CallOutcome::done(error.to_string(), true)
 }
 
 /// The local approval that stands for a sub-agent's approval request.
@@ -141,5 +287,21 @@ pub fn proxy_approval(
         state: ApprovalState::Pending,
         remote_task_id: Some(remote.task_id),
         remote_agent_name: Some(agent.to_string()),
+        remote_approval_uuid: remote.approval_uuid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate_result;
+
+    #[test]
+    fn long_results_are_cut_on_a_char_boundary_with_a_note() {
+        assert_eq!(truncate_result("short".into(), 10), "short");
+        let cut = truncate_result("ééééé".into(), 5);
+        assert!(
+            cut.starts_with("éé\n[truncated: the result was 10 bytes; only the first 4"),
+            "{cut}"
+        );
     }
 }

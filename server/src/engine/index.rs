@@ -7,15 +7,19 @@
 //! conflict rather than "not found".
 
 use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use asg_shared::Conversation;
-use asg_shared::events::ConversationEvent;
+use asg_shared::events::{ConversationEvent, InboxEvent};
 use tokio::sync::{Mutex, MutexGuard, broadcast};
 use uuid::Uuid;
 
 /// Events buffered per conversation for slow subscribers.
 const EVENT_CAPACITY: usize = 256;
+/// Inbox events buffered for slow subscribers (across conversations).
+const INBOX_CAPACITY: usize = 1024;
 
 /// One conversation's lock, published snapshot and event channel.
 pub(crate) struct Slot {
@@ -25,22 +29,44 @@ pub(crate) struct Slot {
     /// `EVENT_CAPACITY` events up front, too much to keep for every
     /// stored conversation.
     events: OnceLock<broadcast::Sender<ConversationEvent>>,
+    /// The operator inbox, shared by every slot.
+    inbox: broadcast::Sender<InboxEvent>,
+    /// Open event streams of this conversation.
+    subscribers: Arc<AtomicUsize>,
 }
 
 impl Slot {
-    fn new(conversation: Conversation) -> Slot {
+    fn new(conversation: Conversation, inbox: broadcast::Sender<InboxEvent>) -> Slot {
         Slot {
             turn: Mutex::new(()),
             snapshot: RwLock::new(Arc::new(conversation)),
             events: OnceLock::new(),
+            inbox,
+            subscribers: Arc::default(),
         }
     }
 
-    /// Live events from now on.
+    /// Live events from now on (no limit: engine-internal use).
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<ConversationEvent> {
         self.events
             .get_or_init(|| broadcast::channel(EVENT_CAPACITY).0)
             .subscribe()
+    }
+
+    /// Live events for a client stream, counted against `limits`.
+    pub(crate) fn subscribe_limited(
+        &self,
+        limits: &SubscriberLimits,
+    ) -> Result<Subscription<ConversationEvent>, SubscribersFull> {
+        let mut permit = limits.total_permit()?;
+        if !take(&self.subscribers, limits.per_conversation) {
+            return Err(SubscribersFull::Conversation(limits.per_conversation));
+        }
+        permit.also = Some(self.subscribers.clone());
+        Ok(Subscription {
+            receiver: self.subscribe(),
+            _permit: permit,
+        })
     }
 
     /// Sends an event to the current subscribers (none is fine).
@@ -69,12 +95,19 @@ impl Slot {
     }
 
     /// Publishes a saved version and emits what changed since the last
-    /// one: new messages, approval requested/resolved, status.
+    /// one: new messages, approval requested/resolved, status (the last
+    /// two also to the operator inbox).
     pub(crate) fn publish(&self, conversation: Arc<Conversation>) {
         let previous = {
             let mut guard = self.snapshot.write().unwrap_or_else(|p| p.into_inner());
             std::mem::replace(&mut *guard, conversation.clone())
         };
+        let changes = changes(&previous, &conversation);
+        if self.inbox.receiver_count() > 0 {
+            for change in &changes {
+                let _ = self.inbox.send(change.for_inbox(conversation.id));
+            }
+        }
         if self.events.get().is_none_or(|e| e.receiver_count() == 0) {
             return;
         }
@@ -83,33 +116,80 @@ impl Slot {
                 message: message.clone(),
             });
         }
-        let old = previous.pending_approval.as_ref().map(|p| p.uuid);
-        let new = conversation.pending_approval.as_ref();
-        if let Some(uuid) = old
-            && new.is_none_or(|p| p.uuid != uuid)
-        {
-            self.emit(ConversationEvent::ApprovalResolved { uuid });
-        }
-        if let Some(pending) = new
-            && old != Some(pending.uuid)
-        {
-            self.emit(ConversationEvent::ApprovalRequested {
-                approval: pending.clone(),
-            });
-        }
-        if previous.status != conversation.status {
-            self.emit(ConversationEvent::Status {
-                status: conversation.status,
-            });
+        for change in changes {
+            self.emit(change.for_conversation());
         }
     }
 }
 
-/// Conversations by id, approvals by uuid.
-#[derive(Default)]
+/// An approval or status change between two saved versions.
+enum Change {
+    Resolved(Uuid),
+    Requested(asg_shared::PendingApproval),
+    Status(asg_shared::ConversationStatus),
+}
+
+impl Change {
+    fn for_inbox(&self, conversation_id: Uuid) -> InboxEvent {
+        match self {
+            Change::Resolved(uuid) => InboxEvent::ApprovalResolved {
+                uuid: *uuid,
+                conversation_id,
+            },
+            Change::Requested(approval) => InboxEvent::ApprovalRequested {
+                approval: approval.clone(),
+            },
+            Change::Status(status) => InboxEvent::Status {
+                conversation_id,
+                status: *status,
+            },
+        }
+    }
+
+    fn for_conversation(self) -> ConversationEvent {
+        match self {
+            Change::Resolved(uuid) => ConversationEvent::ApprovalResolved { uuid },
+            Change::Requested(approval) => ConversationEvent::ApprovalRequested { approval },
+            Change::Status(status) => ConversationEvent::Status { status },
+        }
+    }
+}
+
+fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let old = previous.pending_approval.as_ref().map(|p| p.uuid);
+    let new = current.pending_approval.as_ref();
+    if let Some(uuid) = old
+        && new.is_none_or(|p| p.uuid != uuid)
+    {
+        changes.push(Change::Resolved(uuid));
+    }
+    if let Some(pending) = new
+        && old != Some(pending.uuid)
+    {
+        changes.push(Change::Requested(pending.clone()));
+    }
+    if previous.status != current.status {
+        changes.push(Change::Status(current.status));
+    }
+    changes
+}
+
+/// Conversations by id, approvals by uuid, and the operator inbox.
 pub(crate) struct ConversationIndex {
     conversations: RwLock<HashMap<Uuid, Arc<Slot>>>,
     approvals: RwLock<HashMap<Uuid, Uuid>>,
+    inbox: broadcast::Sender<InboxEvent>,
+}
+
+impl Default for ConversationIndex {
+    fn default() -> Self {
+        ConversationIndex {
+            conversations: RwLock::default(),
+            approvals: RwLock::default(),
+            inbox: broadcast::channel(INBOX_CAPACITY).0,
+        }
+    }
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -131,13 +211,24 @@ impl ConversationIndex {
                 approvals.insert(uuid, id);
             }
         }
-        write(&self.conversations).insert(id, Arc::new(Slot::new(conversation)));
+        let slot = Slot::new(conversation, self.inbox.clone());
+        write(&self.conversations).insert(id, Arc::new(slot));
+    }
+
+    /// The operator inbox from now on.
+    pub(crate) fn subscribe_inbox(&self) -> broadcast::Receiver<InboxEvent> {
+        self.inbox.subscribe()
+    }
+
+    /// Every slot (no order).
+    pub(crate) fn slots(&self) -> Vec<Arc<Slot>> {
+        read(&self.conversations).values().cloned().collect()
     }
 
     /// Adds a new conversation and returns its slot.
     pub(crate) fn insert_new(&self, conversation: Conversation) -> Arc<Slot> {
         let id = conversation.id;
-        let slot = Arc::new(Slot::new(conversation));
+        let slot = Arc::new(Slot::new(conversation, self.inbox.clone()));
         write(&self.conversations).insert(id, slot.clone());
         slot
     }
@@ -175,4 +266,133 @@ fn approval_uuids(conversation: &Conversation) -> impl Iterator<Item = Uuid> + '
             .iter()
             .filter_map(|m| m.tool_call.as_ref().and_then(|c| c.approval_uuid)),
     )
+}
+
+/// How many event streams may be open.
+#[derive(Debug)]
+pub(crate) struct SubscriberLimits {
+    /// Per conversation.
+    pub per_conversation: usize,
+    /// In total (conversation streams and the inbox).
+    pub total: usize,
+    open: Arc<AtomicUsize>,
+}
+
+impl SubscriberLimits {
+    pub(crate) fn new(per_conversation: usize, total: usize) -> SubscriberLimits {
+        SubscriberLimits {
+            per_conversation,
+            total,
+            open: Arc::default(),
+        }
+    }
+
+    /// A permit counted in the total.
+    pub(crate) fn total_permit(&self) -> Result<Permit, SubscribersFull> {
+        if !take(&self.open, self.total) {
+            return Err(SubscribersFull::Total(self.total));
+        }
+        Ok(Permit {
+            total: self.open.clone(),
+            also: None,
+        })
+    }
+}
+
+/// Too many event streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscribersFull {
+    /// This conversation has its limit.
+    Conversation(usize),
+    /// The agent has its limit.
+    Total(usize),
+}
+
+/// Takes one of `max` places; false when all are taken.
+fn take(counter: &AtomicUsize, max: usize) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .is_ok()
+}
+
+/// An open stream's place, given back when dropped.
+pub(crate) struct Permit {
+    total: Arc<AtomicUsize>,
+    also: Option<Arc<AtomicUsize>>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.total.fetch_sub(1, Ordering::SeqCst);
+        if let Some(counter) = &self.also {
+            counter.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A live event receiver holding its place among the open streams.
+pub struct Subscription<E> {
+    receiver: broadcast::Receiver<E>,
+    _permit: Permit,
+}
+
+impl<E> Subscription<E> {
+    pub(crate) fn new(receiver: broadcast::Receiver<E>, permit: Permit) -> Subscription<E> {
+        Subscription {
+            receiver,
+            _permit: permit,
+        }
+    }
+}
+
+impl<E> Deref for Subscription<E> {
+    type Target = broadcast::Receiver<E>;
+    fn deref(&self) -> &Self::Target {
+        &self.receiver
+    }
+}
+
+impl<E> DerefMut for Subscription<E> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.receiver
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_places_are_limited_and_given_back() {
+        let limits = SubscriberLimits::new(2, 3);
+        let a = ConversationIndex::default();
+        let conversation = |id| Conversation {
+            id,
+            session_id: "abcd1234".into(),
+            status: asg_shared::ConversationStatus::Active,
+            messages: vec![],
+            pending_approval: None,
+            pipeline_state: None,
+            turn_in_progress: false,
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
+        };
+        let one = a.insert_new(conversation(Uuid::new_v4()));
+        let two = a.insert_new(conversation(Uuid::new_v4()));
+        let first = one.subscribe_limited(&limits).unwrap();
+        let _second = one.subscribe_limited(&limits).unwrap();
+        assert_eq!(
+            one.subscribe_limited(&limits).err(),
+            Some(SubscribersFull::Conversation(2))
+        );
+        let _third = two.subscribe_limited(&limits).unwrap();
+        assert_eq!(
+            two.subscribe_limited(&limits).err(),
+            Some(SubscribersFull::Total(3))
+        );
+        drop(first);
+        assert!(two.subscribe_limited(&limits).is_ok());
+    }
 }

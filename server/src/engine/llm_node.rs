@@ -91,7 +91,9 @@ enum Plan {
     Gate(Uuid),
     Skip,
     Refuse,
-    Unknown,
+    /// Not one of the tools offered to this node (unknown, or limited
+    /// away by `tools:` / `mcp_servers:`): recorded, never run.
+    NotOffered,
     Exit,
 }
 
@@ -116,6 +118,7 @@ pub async fn run(
     for _ in 0..inner.max_tool_steps {
         let mut messages = inv.base.clone();
         messages.extend(history::to_llm_messages(&inv.own));
+        let messages = history::fit(messages, &inner.limits.history);
         let request = LlmRequest {
             node: node.name.clone(),
             system: inv.system.clone(),
@@ -135,15 +138,16 @@ pub async fn run(
         };
         if response.tool_calls.is_empty() {
             let text = response.text.unwrap_or_default();
+            // Saved by the caller with what comes next (the end of the
+            // turn, or the next step of the pipeline).
             record(
                 &mut inv.own,
                 rec,
                 new_message(Role::Assistant, text.clone()),
             );
-            rec.checkpoint().await?;
             return Ok(NodeOutcome::Answered(text));
         }
-        let plans = plan(inner, &inv.gate, &response.tool_calls);
+        let plans = plan(inner, &inv.gate, &tools, &response.tool_calls);
         for (i, (call, plan)) in response.tool_calls.iter().zip(&plans).enumerate() {
             let mut content = if i == 0 {
                 response.text.clone().unwrap_or_default()
@@ -178,10 +182,17 @@ pub async fn run(
                     tracing::warn!(node = %node.name, gate = ?inv.gate, tool = %call.name, "destructive tool runs WITHOUT approval (allow_destructive)");
                     calls::execute(inner, ctx, &call.name, call.arguments.clone()).await
                 }
-                Plan::Unknown => done(
-                    format!("Unknown tool {:?}: no such tool is available.", call.name),
-                    true,
-                ),
+                Plan::NotOffered => {
+                    tracing::warn!(node = %node.name, tool = %call.name, "the model called a tool this node was not offered; refused, not run");
+                    done(
+                        format!(
+                            "Refused: {:?} is not one of the tools available here, so it was \
+                             not run. Use only the tools you were given.",
+                            call.name
+                        ),
+                        true,
+                    )
+                }
                 Plan::Skip => done(skipped_text(), true),
                 Plan::Refuse => done(
                     format!(
@@ -269,7 +280,9 @@ pub async fn run(
     Ok(NodeOutcome::Answered(text))
 }
 
-fn plan(inner: &Inner, gate: &Gate, calls: &[LlmToolCall]) -> Vec<Plan> {
+/// How each call of a step is handled. Only the tools offered to the
+/// node (`offered`) can run; the gate comes from the startup catalog.
+fn plan(inner: &Inner, gate: &Gate, offered: &[ToolSpec], calls: &[LlmToolCall]) -> Vec<Plan> {
     let mut gated = false;
     calls
         .iter()
@@ -277,11 +290,14 @@ fn plan(inner: &Inner, gate: &Gate, calls: &[LlmToolCall]) -> Vec<Plan> {
             if gated {
                 return Plan::Skip;
             }
+            if !offered.iter().any(|tool| tool.name == call.name) {
+                return Plan::NotOffered;
+            }
             if call.name == EXIT_LOOP_TOOL {
                 return Plan::Exit;
             }
             match inner.tool(&call.name) {
-                None => Plan::Unknown,
+                None => Plan::NotOffered,
                 Some(info) if info.destructive_hint => match gate {
                     Gate::Approve => {
                         gated = true;

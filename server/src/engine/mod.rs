@@ -5,6 +5,10 @@
 //! [`RequestContext`] and return a [`TurnOutcome`] or an [`EngineError`].
 //!
 //! Invariants:
+//! - Turns belong to the engine: every turn runs in a task the engine
+//!   spawns and tracks ([`Engine::shutdown`] waits for them); the caller
+//!   only awaits its outcome, so a caller that goes away (a closed
+//!   connection, a timed-out proxy) never stops a turn halfway.
 //! - A conversation is changed by one task at a time (a per-conversation
 //!   async lock, see [`index`]); reads use a published snapshot and never
 //!   wait for a model or a tool.
@@ -16,6 +20,7 @@
 
 pub mod approval;
 mod calls;
+pub mod catalog;
 mod history;
 mod index;
 mod llm_node;
@@ -23,13 +28,17 @@ mod run;
 mod tree;
 mod turn;
 
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use asg_shared::events::ConversationEvent;
+use asg_shared::events::{ConversationEvent, InboxEvent};
 use asg_shared::rest::{ConversationList, ConversationSummary, StatusSummary, TurnResult};
 use asg_shared::{Conversation, ConversationStatus, Message, PendingApproval, Role};
 use chrono::Utc;
-use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use crate::a2a::client::A2aClient;
@@ -37,11 +46,14 @@ use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
 use crate::store::Store;
+use catalog::ToolCatalog;
 
+pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
-use index::{ConversationIndex, Slot};
+use index::{ConversationIndex, Slot, SubscriberLimits};
+pub use index::{SubscribersFull, Subscription};
 use turn::Turn;
 
 /// What a turn produced, as the API reports it.
@@ -95,6 +107,30 @@ pub enum EngineError {
     /// The conversation could not be saved.
     #[error("{0}")]
     Store(String),
+    /// The agent is shutting down and starts no new turns.
+    #[error("the agent is shutting down and starts no new turns; retry in a moment")]
+    ShuttingDown,
+    /// Too many event streams are open.
+    #[error("{}", match .0 {
+        SubscribersFull::Conversation(n) => format!("this conversation already has {n} open event streams (limits.max_subscribers_per_conversation); close one and retry"),
+        SubscribersFull::Total(n) => format!("the agent already has {n} open event streams (limits.max_subscribers); retry later"),
+    })]
+    TooManySubscribers(SubscribersFull),
+    /// Something failed that should not (a bug); details are logged.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    /// The conversation as the failed turn left it, when the error has one.
+    fn conversation_mut(&mut self) -> Option<&mut Arc<Conversation>> {
+        match self {
+            EngineError::Llm { conversation, .. }
+            | EngineError::SubAgent { conversation, .. }
+            | EngineError::AlreadyResolved { conversation, .. } => Some(conversation),
+            _ => None,
+        }
+    }
 }
 
 /// Longest user message accepted, in bytes.
@@ -112,6 +148,34 @@ pub struct EngineParts {
     pub store: Arc<dyn Store>,
     /// Most tool calls one node may chain in a turn.
     pub max_tool_steps: usize,
+    /// Every tool name, resolved once: what it is and whether it is gated.
+    pub catalog: ToolCatalog,
+    /// Caps on what a turn keeps and sends.
+    pub limits: EngineLimits,
+}
+
+/// Caps on what a turn keeps and sends to the model.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineLimits {
+    /// Longest tool result kept and sent to the model, in bytes.
+    pub max_tool_result_bytes: usize,
+    /// The history sent to the model.
+    pub history: HistoryBudget,
+    /// Open event streams per conversation.
+    pub max_subscribers_per_conversation: usize,
+    /// Open event streams in total.
+    pub max_subscribers: usize,
+}
+
+impl Default for EngineLimits {
+    fn default() -> Self {
+        EngineLimits {
+            max_tool_result_bytes: 32 * 1024,
+            history: HistoryBudget::default(),
+            max_subscribers_per_conversation: 32,
+            max_subscribers: 1024,
+        }
+    }
 }
 
 /// The engine; cheap to clone.
@@ -126,7 +190,16 @@ struct Inner {
     agents: Arc<A2aClient>,
     store: Arc<dyn Store>,
     max_tool_steps: usize,
+    catalog: ToolCatalog,
+    limits: EngineLimits,
+    subscribers: SubscriberLimits,
     index: ConversationIndex,
+    /// The running turns.
+    turns: TaskTracker,
+    /// Cancels the turns still running at the shutdown deadline.
+    abort_turns: CancellationToken,
+    /// Set when shutdown starts: no new turns.
+    closing: AtomicBool,
 }
 
 impl Engine {
@@ -142,7 +215,7 @@ impl Engine {
         let index = ConversationIndex::default();
         for mut conversation in loaded {
             if approval::recover_interrupted(&mut conversation, Utc::now()) {
-                tracing::warn!(conversation = %conversation.id, "an approved call was interrupted by a restart; marked as interrupted, not re-run");
+                tracing::warn!(conversation = %conversation.id, "a turn was interrupted by a restart; recorded as interrupted, nothing re-run");
                 parts
                     .store
                     .save(&conversation)
@@ -158,9 +231,91 @@ impl Engine {
                 agents: parts.agents,
                 store: parts.store,
                 max_tool_steps: parts.max_tool_steps,
+                catalog: parts.catalog,
+                limits: parts.limits,
+                subscribers: SubscriberLimits::new(
+                    parts.limits.max_subscribers_per_conversation,
+                    parts.limits.max_subscribers,
+                ),
                 index,
+                turns: TaskTracker::new(),
+                abort_turns: CancellationToken::new(),
+                closing: AtomicBool::new(false),
             }),
         })
+    }
+
+    /// Runs a turn in a task the engine owns: the caller awaits its
+    /// outcome, but dropping that wait never stops the turn.
+    async fn spawn_turn<F>(&self, turn: F) -> Result<TurnOutcome, EngineError>
+    where
+        F: Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
+    {
+        if self.inner.closing.load(Ordering::SeqCst) {
+            return Err(EngineError::ShuttingDown);
+        }
+        let abort = self.inner.abort_turns.clone();
+        let task = self.inner.turns.spawn(async move {
+            tokio::select! {
+                outcome = turn => outcome,
+                () = abort.cancelled() => Err(EngineError::ShuttingDown),
+            }
+        });
+        task.await.unwrap_or_else(|error| {
+            tracing::error!(%error, "a turn task failed");
+            Err(EngineError::Internal(
+                "the turn stopped unexpectedly".into(),
+            ))
+        })
+    }
+
+    /// Graceful shutdown: starts no new turns, waits up to `deadline` for
+    /// the running ones, then stops those still running and records them
+    /// as interrupted (an approved call among them as "may have run").
+    pub async fn shutdown(&self, deadline: Duration) {
+        self.inner.closing.store(true, Ordering::SeqCst);
+        self.inner.turns.close();
+        let running = self.inner.turns.len();
+        if running > 0 {
+            tracing::info!(running, "waiting for running turns to finish");
+        }
+        if tokio::time::timeout(deadline, self.inner.turns.wait())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tracing::warn!(
+            running = self.inner.turns.len(),
+            deadline_secs = deadline.as_secs(),
+            "turns still running at the shutdown deadline; stopping them and recording them as interrupted"
+        );
+        self.inner.abort_turns.cancel();
+        self.inner.turns.wait().await;
+        for slot in self.inner.index.slots() {
+            let _guard = slot.lock().await;
+            let mut conversation = (*slot.snapshot()).clone();
+            if approval::recover_interrupted(&mut conversation, Utc::now()) {
+                if let Err(error) = self.inner.store.save(&conversation) {
+                    tracing::error!(conversation = %conversation.id, %error, "cannot record an interrupted turn");
+                }
+                slot.publish(Arc::new(conversation));
+            }
+        }
+    }
+
+    /// Approval requests and decisions across every conversation, from
+    /// now on (the operator inbox); counted among the open streams.
+    pub fn subscribe_inbox(&self) -> Result<Subscription<InboxEvent>, EngineError> {
+        let permit = self
+            .inner
+            .subscribers
+            .total_permit()
+            .map_err(EngineError::TooManySubscribers)?;
+        Ok(Subscription::new(
+            self.inner.index.subscribe_inbox(),
+            permit,
+        ))
     }
 
     /// The tool registry.
@@ -170,9 +325,7 @@ impl Engine {
 
     /// Every tool the model can be offered: MCP tools and sub-agents.
     pub fn tool_infos(&self) -> Vec<asg_shared::rest::ToolInfo> {
-        let mut tools = self.inner.tools.tools().to_vec();
-        tools.extend(self.inner.agents.tools());
-        tools
+        self.inner.catalog.infos()
     }
 
     /// The agent tree.
@@ -189,30 +342,9 @@ impl Engine {
         if let Some(text) = &message {
             check_message(text)?;
         }
-        let now = Utc::now();
-        let id = Uuid::new_v4();
-        let conversation = Conversation {
-            id,
-            session_id: ctx.session_id.clone(),
-            status: ConversationStatus::Active,
-            messages: vec![new_message(Role::System, self.inner.tree.root_prompt())],
-            pending_approval: None,
-            pipeline_state: None,
-            turn_in_progress: false,
-            created_at: now,
-            updated_at: now,
-        };
-        let slot = self.inner.index.insert_new(conversation.clone());
-        let _guard = slot.lock().await;
-        let mut turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
-        turn.save().await?;
-        if message.is_some() {
-            slot.emit(ConversationEvent::TurnStarted);
-        }
-        match message {
-            Some(text) => finish(&slot, turn.run_user_message(text).await),
-            None => Ok(turn.outcome(String::new())),
-        }
+        let (inner, ctx) = (self.inner.clone(), ctx.clone());
+        self.spawn_turn(async move { create_turn(inner, ctx, message).await })
+            .await
     }
 
     /// Sends a user message to a conversation.
@@ -224,22 +356,9 @@ impl Engine {
     ) -> Result<TurnOutcome, EngineError> {
         check_message(&text)?;
         let slot = self.slot(id)?;
-        let _guard = slot.lock().await;
-        let conversation = (*slot.snapshot()).clone();
-        match conversation.status {
-            ConversationStatus::WaitingApproval => {
-                if let Some(pending) = conversation.pending_approval {
-                    return Err(EngineError::WaitingApproval(Box::new(pending)));
-                }
-            }
-            ConversationStatus::Completed | ConversationStatus::Canceled => {
-                return Err(EngineError::Completed(id));
-            }
-            ConversationStatus::Active => {}
-        }
-        slot.emit(ConversationEvent::TurnStarted);
-        let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
-        finish(&slot, turn.run_user_message(text).await)
+        let (inner, ctx) = (self.inner.clone(), ctx.clone());
+        self.spawn_turn(async move { send_turn(inner, slot, ctx, text).await })
+            .await
     }
 
     /// Approves or rejects a pending approval. Exactly once: a second
@@ -251,33 +370,21 @@ impl Engine {
         approve: bool,
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
-        let conversation_id = self
-            .inner
-            .index
-            .conversation_of_approval(uuid)
-            .ok_or(EngineError::ApprovalNotFound(uuid))?;
         let slot = self
             .inner
             .index
-            .get(conversation_id)
+            .conversation_of_approval(uuid)
+            .and_then(|id| self.inner.index.get(id))
             .ok_or(EngineError::ApprovalNotFound(uuid))?;
-        let _guard = slot.lock().await;
-        let conversation = (*slot.snapshot()).clone();
-        let pending = approval::resolvable(&conversation, uuid).cloned();
-        let Some(pending) = pending else {
-            return Err(EngineError::AlreadyResolved {
-                uuid,
-                conversation: slot.snapshot(),
-            });
-        };
-        slot.emit(ConversationEvent::TurnStarted);
-        let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
-        finish(&slot, turn.run_decision(pending, approve, reason).await)
+        let (inner, ctx) = (self.inner.clone(), ctx.clone());
+        self.spawn_turn(async move { decision_turn(inner, slot, ctx, uuid, approve, reason).await })
+            .await
     }
 
     /// Cancels a conversation that waits for approval: the pending call is
-    /// refused (not run), the conversation is closed as `canceled`, and no
-    /// model runs. Anything else is [`EngineError::NotCancelable`].
+    /// refused (not run; a sub-agent's approval is rejected there too),
+    /// the conversation is closed as `canceled`, and no model runs.
+    /// Anything else is [`EngineError::NotCancelable`].
     pub async fn cancel(
         &self,
         id: Uuid,
@@ -285,16 +392,21 @@ impl Engine {
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
         let slot = self.slot(id)?;
-        let _guard = slot.lock().await;
-        let conversation = (*slot.snapshot()).clone();
-        let pending = conversation
-            .pending_approval
-            .as_ref()
-            .and_then(|p| approval::resolvable(&conversation, p.uuid))
-            .cloned()
-            .ok_or(EngineError::NotCancelable(id))?;
-        let turn = Turn::new(self.inner.clone(), &slot, conversation, ctx);
-        turn.cancel(pending, reason).await
+        let (inner, ctx) = (self.inner.clone(), ctx.clone());
+        self.spawn_turn(async move {
+            let _guard = slot.lock().await;
+            let conversation = (*slot.snapshot()).clone();
+            let pending = conversation
+                .pending_approval
+                .as_ref()
+                .and_then(|p| approval::resolvable(&conversation, p.uuid))
+                .cloned()
+                .ok_or(EngineError::NotCancelable(id))?;
+            let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+            let result = turn.cancel(pending, reason).await;
+            settle(&inner, &slot, result).await
+        })
+        .await
     }
 
     /// True while a turn (message, decision) runs on the conversation.
@@ -302,9 +414,12 @@ impl Engine {
         self.inner.index.get(id).is_some_and(|slot| slot.is_busy())
     }
 
-    /// Live events of a conversation, from now on.
-    pub fn subscribe(&self, id: Uuid) -> Option<broadcast::Receiver<ConversationEvent>> {
-        self.inner.index.get(id).map(|slot| slot.subscribe())
+    /// Live events of a conversation, from now on; counted among the
+    /// open streams (`limits`).
+    pub fn subscribe(&self, id: Uuid) -> Result<Subscription<ConversationEvent>, EngineError> {
+        self.slot(id)?
+            .subscribe_limited(&self.inner.subscribers)
+            .map_err(EngineError::TooManySubscribers)
     }
 
     /// A conversation's slot, or [`EngineError::ConversationNotFound`].
@@ -360,11 +475,114 @@ impl Engine {
     }
 }
 
-/// Tells subscribers how a turn ended.
-fn finish(
-    slot: &Slot,
-    result: Result<TurnOutcome, EngineError>,
+async fn create_turn(
+    inner: Arc<Inner>,
+    ctx: RequestContext,
+    message: Option<String>,
 ) -> Result<TurnOutcome, EngineError> {
+    let now = Utc::now();
+    let conversation = Conversation {
+        id: Uuid::new_v4(),
+        session_id: ctx.session_id.clone(),
+        status: ConversationStatus::Active,
+        messages: vec![new_message(Role::System, inner.tree.root_prompt())],
+        pending_approval: None,
+        pipeline_state: None,
+        turn_in_progress: false,
+        created_at: now,
+        updated_at: now,
+    };
+    let slot = inner.index.insert_new(conversation.clone());
+    let _guard = slot.lock().await;
+    let mut turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+    let Some(text) = message else {
+        turn.save().await?;
+        return Ok(turn.outcome(String::new()));
+    };
+    slot.emit(ConversationEvent::TurnStarted);
+    let result = turn.run_user_message(text).await;
+    settle(&inner, &slot, result).await
+}
+
+async fn send_turn(
+    inner: Arc<Inner>,
+    slot: Arc<Slot>,
+    ctx: RequestContext,
+    text: String,
+) -> Result<TurnOutcome, EngineError> {
+    let _guard = slot.lock().await;
+    let conversation = (*slot.snapshot()).clone();
+    match conversation.status {
+        ConversationStatus::WaitingApproval => {
+            if let Some(pending) = conversation.pending_approval {
+                return Err(EngineError::WaitingApproval(Box::new(pending)));
+            }
+        }
+        ConversationStatus::Completed | ConversationStatus::Canceled => {
+            return Err(EngineError::Completed(conversation.id));
+        }
+        ConversationStatus::Active => {}
+    }
+    slot.emit(ConversationEvent::TurnStarted);
+    let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+    let result = turn.run_user_message(text).await;
+    settle(&inner, &slot, result).await
+}
+
+async fn decision_turn(
+    inner: Arc<Inner>,
+    slot: Arc<Slot>,
+    ctx: RequestContext,
+    uuid: Uuid,
+    approve: bool,
+    reason: Option<String>,
+) -> Result<TurnOutcome, EngineError> {
+    let _guard = slot.lock().await;
+    let conversation = (*slot.snapshot()).clone();
+    let Some(pending) = approval::resolvable(&conversation, uuid).cloned() else {
+        return Err(EngineError::AlreadyResolved {
+            uuid,
+            conversation: slot.snapshot(),
+        });
+    };
+    slot.emit(ConversationEvent::TurnStarted);
+    let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+    let result = turn.run_decision(pending, approve, reason).await;
+    settle(&inner, &slot, result).await
+}
+
+/// Ends a turn: a turn that stopped on an error path may still be marked
+/// in progress (saved so, cleared now), and subscribers learn how it
+/// ended. Runs while the turn still holds the conversation's lock.
+async fn settle(
+    inner: &Inner,
+    slot: &Slot,
+    mut result: Result<TurnOutcome, EngineError>,
+) -> Result<TurnOutcome, EngineError> {
+    let snapshot = slot.snapshot();
+    if snapshot.turn_in_progress {
+        let mut conversation = (*snapshot).clone();
+        conversation.turn_in_progress = false;
+        conversation.updated_at = Utc::now();
+        let conversation = Arc::new(conversation);
+        let store = inner.store.clone();
+        let to_save = conversation.clone();
+        match tokio::task::spawn_blocking(move || store.save(&to_save)).await {
+            Ok(Ok(())) => {
+                slot.publish(conversation.clone());
+                match &mut result {
+                    Ok(outcome) => outcome.conversation = conversation,
+                    Err(error) => {
+                        if let Some(c) = error.conversation_mut() {
+                            *c = conversation;
+                        }
+                    }
+                }
+            }
+            Ok(Err(error)) => tracing::error!(%error, "cannot record the end of a turn"),
+            Err(error) => tracing::error!(%error, "cannot record the end of a turn"),
+        }
+    }
     slot.emit(match &result {
         Ok(outcome) => ConversationEvent::TurnFinished {
             response: Some(outcome.result.response.clone()),

@@ -104,6 +104,7 @@ impl<'a> Turn<'a> {
         self.conversation
             .messages
             .push(new_message(Role::User, text.clone()));
+        self.conversation.turn_in_progress = true;
         self.save().await?;
         if self.inner.tree.is_simple() {
             self.run_simple().await
@@ -127,10 +128,8 @@ impl<'a> Turn<'a> {
         approve: bool,
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
-        let remote = pending
-            .remote_task_id
-            .clone()
-            .zip(pending.remote_agent_name.clone());
+        self.conversation.turn_in_progress = true;
+        let remote = pending.remote_task_id.is_some();
         let outcome = if approve {
             // Durable before the call starts: a crash from here on is
             // reported as an interruption at restart, never re-run.
@@ -138,25 +137,22 @@ impl<'a> Turn<'a> {
             self.conversation.pending_approval = Some(pending.clone());
             self.save().await?;
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
-            match &remote {
-                Some((task, agent)) => {
-                    calls::forward_decision(&self.inner, &self.ctx, agent, task, true).await
-                }
-                None => {
-                    let args = pending.tool_args.clone();
-                    calls::execute(&self.inner, &self.ctx, &pending.tool_name, args).await
-                }
+            if remote {
+                calls::forward_decision(&self.inner, &self.ctx, &pending, true, None).await
+            } else {
+                let args = pending.tool_args.clone();
+                calls::execute(&self.inner, &self.ctx, &pending.tool_name, args).await
             }
         } else {
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "rejected");
-            match &remote {
-                Some((task, agent)) => {
-                    calls::forward_decision(&self.inner, &self.ctx, agent, task, false).await
-                }
-                None => CallOutcome::Done {
+            if remote {
+                calls::forward_decision(&self.inner, &self.ctx, &pending, false, reason.as_deref())
+                    .await
+            } else {
+                CallOutcome::Done {
                     content: approval::rejection_text(reason.as_deref()),
                     is_error: true,
-                },
+                }
             }
         };
         let (content, is_error) = match outcome {
@@ -204,6 +200,7 @@ impl<'a> Turn<'a> {
                 let mut message = new_message(Role::Assistant, text.clone());
                 message.node = Some(self.inner.tree.root.name().to_string());
                 self.conversation.messages.push(message);
+                self.conversation.turn_in_progress = false;
                 self.save().await?;
                 tracing::info!(path = ?state.paused_node_path, "pipeline cancelled by rejection");
                 Ok(self.outcome(text))
@@ -243,7 +240,17 @@ impl<'a> Turn<'a> {
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
         let reason = reason.unwrap_or_else(|| "canceled by the client".to_string());
-        let text = approval::rejection_text(Some(&reason));
+        let mut text = approval::rejection_text(Some(&reason));
+        if pending.remote_task_id.is_some() {
+            // The sub-agent's approval is rejected too, so nothing waits
+            // there forever.
+            let forwarded =
+                calls::forward_decision(&self.inner, &self.ctx, &pending, false, Some(&reason))
+                    .await;
+            if let CallOutcome::Done { content, .. } = forwarded {
+                text = format!("{text} {content}");
+            }
+        }
         let called = pending
             .remote_agent_name
             .as_deref()
@@ -281,7 +288,11 @@ impl<'a> Turn<'a> {
         let ctx = self.ctx.clone();
         let outcome = llm_node::run(&inner, &ctx, id, invocation, &mut self).await?;
         match outcome {
-            NodeOutcome::Answered(text) | NodeOutcome::ExitLoop(text) => Ok(self.outcome(text)),
+            NodeOutcome::Answered(text) | NodeOutcome::ExitLoop(text) => {
+                self.conversation.turn_in_progress = false;
+                self.save().await?;
+                Ok(self.outcome(text))
+            }
             NodeOutcome::Paused(pending) => self.pause(pending, None).await,
             NodeOutcome::Failed(error) => Err(EngineError::Llm {
                 error,
@@ -320,6 +331,7 @@ impl<'a> Turn<'a> {
                     message.node = Some(inner.tree.root.name().to_string());
                     self.conversation.messages.push(message);
                 }
+                self.conversation.turn_in_progress = false;
                 self.save().await?;
                 Ok(self.outcome(text))
             }
@@ -367,6 +379,7 @@ impl<'a> Turn<'a> {
         self.conversation.pending_approval = Some(*pending);
         self.conversation.pipeline_state = pipeline;
         self.conversation.status = ConversationStatus::WaitingApproval;
+        self.conversation.turn_in_progress = false;
         self.save().await?;
         Ok(self.outcome(response))
     }

@@ -191,7 +191,7 @@ impl LlmClient for ClaudeClient {
             .header("anthropic-version", API_VERSION)
             .header("content-type", "application/json")
             .json(&self.body(request));
-        let answer = provider::send_json(http, self.settings.timeout, Some(&self.api_key)).await?;
+        let answer = provider::send_json(http, &self.settings, Some(&self.api_key)).await?;
         parse(&answer)
     }
 }

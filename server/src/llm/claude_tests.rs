@@ -18,6 +18,7 @@ fn client(server: &MockServer, timeout: Duration, max_tokens: Option<u32>) -> Cl
         temperature: None,
         max_tokens,
         timeout,
+        max_response_bytes: 1024 * 1024,
     };
     match ClaudeClient::new(settings, KEY.into()) {
         Ok(client) => client,

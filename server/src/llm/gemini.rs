@@ -228,7 +228,7 @@ impl LlmClient for GeminiClient {
             .post(self.url())
             .header("x-goog-api-key", &self.api_key)
             .json(&self.body(request));
-        let answer = provider::send_json(http, self.settings.timeout, Some(&self.api_key)).await?;
+        let answer = provider::send_json(http, &self.settings, Some(&self.api_key)).await?;
         parse(&answer)
     }
 }

@@ -19,6 +19,7 @@ fn client(server: &MockServer, timeout: Duration) -> GeminiClient {
         temperature: Some(0.2),
         max_tokens: Some(512),
         timeout,
+        max_response_bytes: 1024 * 1024,
     };
     match GeminiClient::new(settings, KEY.into()) {
         Ok(client) => client,

@@ -194,8 +194,7 @@ impl LlmClient for OpenAiClient {
         if let Some(key) = &self.api_key {
             http = http.bearer_auth(key);
         }
-        let answer =
-            provider::send_json(http, self.settings.timeout, self.api_key.as_deref()).await?;
+        let answer = provider::send_json(http, &self.settings, self.api_key.as_deref()).await?;
         parse(&answer)
     }
 }

@@ -19,6 +19,7 @@ fn client(server: &MockServer, timeout: Duration, key: Option<&str>) -> OpenAiCl
         temperature: Some(0.0),
         max_tokens: Some(256),
         timeout,
+        max_response_bytes: 1024 * 1024,
     };
     match OpenAiClient::new(settings, key.map(str::to_string)) {
         Ok(client) => client,

@@ -76,6 +76,8 @@ pub struct ProviderSettings {
     pub max_tokens: Option<u32>,
     /// How long one model call may take.
     pub timeout: Duration,
+    /// Largest response body read (`llm.max_response_bytes`).
+    pub max_response_bytes: usize,
 }
 
 /// Builds the client the configured model names. `env` looks variables up
@@ -102,6 +104,7 @@ pub fn build_client(
         temperature: llm.temperature,
         max_tokens: llm.max_tokens,
         timeout: Duration::from_secs(llm.timeout_secs),
+        max_response_bytes: llm.max_response_bytes,
     };
     let require = |name: &str| {
         var(name).ok_or_else(|| {
@@ -160,13 +163,16 @@ pub(crate) fn http_client() -> Result<reqwest::Client, String> {
 /// Sends a prepared JSON request and returns the parsed JSON answer.
 ///
 /// The timeout covers the whole exchange, body included, because a provider
-/// that sends headers and then stalls must not hang a turn. `secret` is
+/// that sends headers and then stalls must not hang a turn; a body larger
+/// than `settings.max_response_bytes` is refused as it arrives. `secret` is
 /// removed from every message, whatever the provider echoes back.
 pub(crate) async fn send_json(
     request: reqwest::RequestBuilder,
-    timeout: Duration,
+    settings: &ProviderSettings,
     secret: Option<&str>,
 ) -> Result<Value, LlmError> {
+    let timeout = settings.timeout;
+    let limit = settings.max_response_bytes;
     let exchange = async {
         let response = request
             .timeout(timeout)
@@ -174,10 +180,9 @@ pub(crate) async fn send_json(
             .await
             .map_err(|e| transport_error(&e, timeout, secret))?;
         let status = response.status();
-        let body = response
-            .bytes()
+        let body = read_body(response, limit)
             .await
-            .map_err(|e| transport_error(&e, timeout, secret))?;
+            .map_err(|e| e.unwrap_or_else(|e| transport_error(&e, timeout, secret)))?;
         if !status.is_success() {
             return Err(LlmError::Http {
                 status: status.as_u16(),
@@ -192,6 +197,30 @@ pub(crate) async fn send_json(
         Ok(result) => result,
         Err(_) => Err(LlmError::Timeout(timeout)),
     }
+}
+
+/// A response body of at most `limit` bytes; `Err(Ok(_))` when larger,
+/// `Err(Err(_))` when the transport failed.
+async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, Result<LlmError, reqwest::Error>> {
+    let too_large = || {
+        Ok(LlmError::InvalidResponse(format!(
+            "the response is larger than {limit} bytes (llm.max_response_bytes)"
+        )))
+    };
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Err)? {
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A reqwest failure as an [`LlmError`], with the causes spelled out since

@@ -2,12 +2,12 @@
 //! (as [`ToolInfo`] with the effective approval requirement) and call
 //! routing by tool name.
 //!
-//! Approval rule (spec FR-011/012, made configurable): a tool needs approval
-//! when it is listed in `approval.always`; never when listed in
-//! `approval.never`; otherwise when its `destructiveHint` is explicitly true,
-//! or when it has no hint at all and `approval.unannotated_is_destructive`
-//! is set. (rmcp's `is_destructive()` treats a missing hint as true, so it is
-//! deliberately not used.)
+//! Approval rule (the MCP specification's defaults, made configurable): a
+//! tool needs approval when it is listed in `approval.always`; never when
+//! listed in `approval.never`; never when annotated `readOnlyHint: true`;
+//! otherwise when its `destructiveHint` is true, and, without a
+//! `destructiveHint`, when `approval.unannotated_is_destructive` is set (the
+//! default, as the specification's `destructiveHint` defaults to true).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -46,8 +46,11 @@ pub enum ToolCallError {
     /// No configured server offers this tool.
     #[error("No tool named \"{0}\" is available.")]
     UnknownTool(String),
-    /// The call took longer than the server's `timeout_secs`.
-    #[error("The tool \"{tool}\" did not answer within {secs} seconds.")]
+    /// The call took longer than the server's `timeout_secs`. The tool may
+    /// still have run.
+    #[error(
+        "The tool \"{tool}\" did not answer within {secs} seconds; it may still have run. It was not retried: check its effect before calling it again."
+    )]
     Timeout {
         /// Tool name.
         tool: String,
@@ -191,7 +194,11 @@ pub fn needs_approval(tool: &Tool, approval: &ApprovalConfig) -> bool {
     if approval.never.iter().any(|n| n == name) {
         return false;
     }
-    match tool.annotations.as_ref().and_then(|a| a.destructive_hint) {
+    let annotations = tool.annotations.as_ref();
+    if annotations.and_then(|a| a.read_only_hint) == Some(true) {
+        return false;
+    }
+    match annotations.and_then(|a| a.destructive_hint) {
         Some(hint) => hint,
         None => approval.unannotated_is_destructive,
     }

@@ -7,8 +7,10 @@
 //! across `.await` only while (re)connecting, which serializes restarts.
 //!
 //! Recovery: when a call fails because the transport closed (the process
-//! died) or timed out, the connection is retired (closed in the background)
-//! and the error goes back to the caller; the next call starts a new one.
+//! died), the connection is retired (closed in the background) and the
+//! error goes back to the caller; the next call starts a new one. A call
+//! that times out fails alone: the connection and the other calls in
+//! flight on it are left alone.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -200,9 +202,11 @@ impl McpServer {
                 )))
             }
             Ok(Err(e)) => Err(self.protocol(e)),
+            // Only this call fails: the connection and the other calls in
+            // flight on it go on (a crashed server is noticed as a closed
+            // transport instead).
             Err(_) => {
-                tracing::warn!(target: "mcp", server = %self.name, tool, "tool call timed out; restarting the server on next use");
-                self.retire(&conn).await;
+                tracing::warn!(target: "mcp", server = %self.name, tool, secs = self.timeout_secs, "tool call timed out");
                 Err(self.timed_out(tool))
             }
         }

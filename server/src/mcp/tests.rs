@@ -22,40 +22,45 @@ fn tool(name: &str, annotations: Option<ToolAnnotations>) -> Tool {
 }
 
 #[test]
-fn explicit_hint_decides_by_default() {
+fn the_mcp_defaults_decide_by_default() {
     let approval = ApprovalConfig::default();
     let destructive = tool("d", Some(ToolAnnotations::new().destructive(true)));
     let safe = tool("s", Some(ToolAnnotations::new().destructive(false)));
-    let read_only_only = tool("r", Some(ToolAnnotations::new().read_only(true)));
+    let read_only = tool("r", Some(ToolAnnotations::new().read_only(true)));
+    let read_only_but_destructive = tool(
+        "rd",
+        Some(ToolAnnotations::new().read_only(true).destructive(true)),
+    );
     let bare = tool("b", None);
+    let hint_free = tool("h", Some(ToolAnnotations::new()));
     assert!(needs_approval(&destructive, &approval));
     assert!(!needs_approval(&safe, &approval));
-    // Absent hints: not destructive unless the policy says so (unlike
-    // rmcp's `is_destructive()`).
-    assert!(!needs_approval(&read_only_only, &approval));
-    assert!(!needs_approval(&bare, &approval));
+    assert!(!needs_approval(&read_only, &approval));
+    // readOnlyHint means the tool changes nothing, so destructiveHint is
+    // meaningless next to it (MCP specification).
+    assert!(!needs_approval(&read_only_but_destructive, &approval));
+    // No annotation at all: destructive, as the specification's default
+    // (`destructiveHint: true` unless `readOnlyHint: true`).
+    assert!(needs_approval(&bare, &approval));
+    assert!(needs_approval(&hint_free, &approval));
 }
 
 #[test]
 fn policy_knobs_override_hints() {
-    let strict = ApprovalConfig {
-        unannotated_is_destructive: true,
+    let lenient = ApprovalConfig {
+        unannotated_is_destructive: false,
         ..ApprovalConfig::default()
     };
-    assert!(needs_approval(&tool("b", None), &strict));
+    assert!(!needs_approval(&tool("b", None), &lenient));
     assert!(needs_approval(
-        &tool("r", Some(ToolAnnotations::new().read_only(true))),
-        &strict
-    ));
-    assert!(!needs_approval(
-        &tool("s", Some(ToolAnnotations::new().destructive(false))),
-        &strict
+        &tool("d", Some(ToolAnnotations::new().destructive(true))),
+        &lenient
     ));
 
     let lists = ApprovalConfig {
-        unannotated_is_destructive: false,
+        unannotated_is_destructive: true,
         always: vec!["s".into()],
-        never: vec!["d".into()],
+        never: vec!["d".into(), "b".into()],
     };
     assert!(needs_approval(
         &tool("s", Some(ToolAnnotations::new().destructive(false))),
@@ -65,6 +70,7 @@ fn policy_knobs_override_hints() {
         &tool("d", Some(ToolAnnotations::new().destructive(true))),
         &lists
     ));
+    assert!(!needs_approval(&tool("b", None), &lists));
 }
 
 #[test]
@@ -120,6 +126,6 @@ fn errors_read_as_sentences() {
             secs: 2
         }
         .to_string(),
-        "The tool \"t\" did not answer within 2 seconds."
+        "The tool \"t\" did not answer within 2 seconds; it may still have run. It was not retried: check its effect before calling it again."
     );
 }
