@@ -151,12 +151,18 @@ impl App {
     }
 }
 
+/// Default log filter when `RUST_LOG` is unset: `info`, but rmcp's
+/// per-connection chatter (its `peer_info` dump, task lifecycle) only from
+/// `warn` up.
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
+
 /// Logging for the server binaries: plain text, `RUST_LOG` (default
-/// `info`).
+/// [`DEFAULT_LOG_FILTER`]).
 pub fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()),
         )
         .with_ansi(false)
         .init();
