@@ -40,6 +40,7 @@ async fn ts007_reject_cancels_and_creates_nothing() {
     assert_eq!(status, 200, "{answer}");
     let text = response_text(&answer);
     assert!(text.contains("Cancelled"), "{text}");
+    assert_eq!(text.matches("not run").count(), 1, "said once: {text}");
     assert_eq!(answer["result"]["waiting_approval"], false);
     assert_eq!(answer["conversation"]["status"], "active");
     assert!(answer["conversation"]["pending_approval"].is_null());

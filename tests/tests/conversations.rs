@@ -207,7 +207,7 @@ async fn multi_turn_conversation_keeps_one_history() {
     assert_eq!(status, 200, "{third}");
     let text = response_text(&third);
     assert!(
-        text.contains("There are 1 resources") && text.contains("\"alpha\""),
+        text.contains("There is 1 resource:") && text.contains("\"alpha\""),
         "{text}"
     );
 

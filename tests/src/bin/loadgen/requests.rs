@@ -98,7 +98,7 @@ pub async fn list_resources(http: &reqwest::Client, url: &str) -> Result<()> {
         serde_json::from_slice(&body).context("unexpected turn answer")?;
     let result = answer.result.context("the turn answer has no result")?;
     ensure!(
-        !result.waiting_approval && result.response.starts_with("There are"),
+        !result.waiting_approval && result.response.starts_with("There "),
         "unexpected turn result: {:?}",
         result.response
     );
@@ -124,9 +124,7 @@ pub async fn a2a_list(http: &reqwest::Client, url: &str) -> Result<()> {
     );
     ensure!(
         answer["result"]["status"]["state"] == "completed"
-            && answer
-                .to_string()
-                .contains("Downstream answered: There are"),
+            && answer.to_string().contains("Downstream answered: There "),
         "unexpected A2A result: {answer}"
     );
     Ok(())
