@@ -19,35 +19,46 @@ if ! rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unkno
   rustup target add wasm32-unknown-unknown
 fi
 
+apt_install() {
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
 step "system packages for the browser tests (Debian chromium, chromium-driver, binaryen)"
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 command -v wasm-opt >/dev/null 2>&1 || missing+=(binaryen)
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  apt_install "${missing[@]}"
 fi
 
-step "A2A Python SDK for the interop test (tests/tests/a2a_interop.rs)"
-A2A_SDK_VERSION=1.3.0
-if python3 -c "import importlib.metadata as m, a2a, sys; sys.exit(m.version('a2a-sdk') != '${A2A_SDK_VERSION}')" 2>/dev/null; then
-  echo "a2a-sdk ${A2A_SDK_VERSION} already installed"
-else
-  python3 -m pip install --quiet --disable-pip-version-check "a2a-sdk[http-server]==${A2A_SDK_VERSION}"
+step "Python venvs with the A2A SDKs for the interop tests (tests/tests/a2a_interop.rs)"
+# Debian 12 refuses pip installs into the system Python
+# (externally-managed-environment): both SDKs live in venvs under target/.
+# `python3 -m venv` needs ensurepip, which Debian ships in python3-venv.
+if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+  apt_install python3 python3-venv
 fi
-
-# The server side of the interop test needs the v0.3 SDK (the 1.x SDK
-# serves protocol v1.0), kept apart in a venv under target/.
-A2A_SERVER_SDK_VERSION=0.3.26
-venv=target/a2a-sdk-v03
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('a2a-sdk') != '${A2A_SERVER_SDK_VERSION}')" 2>/dev/null; then
-  mkdir -p target
+# sdk_venv DIR VERSION [EXTRA PACKAGES...]: a venv with a2a-sdk==VERSION.
+sdk_venv() {
+  local venv=$1 version=$2
+  shift 2
+  if "$venv/bin/python" -c "import importlib.metadata as m, a2a, sys; sys.exit(m.version('a2a-sdk') != '${version}')" 2>/dev/null; then
+    echo "a2a-sdk ${version} already in ${venv}"
+    return
+  fi
+  mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "a2a-sdk[http-server]==${A2A_SERVER_SDK_VERSION}" uvicorn
-fi
+    "a2a-sdk[http-server]==${version}" "$@"
+}
+# The client side (tests/interop/a2a_sdk_client.py) uses SDK 1.3.0.
+sdk_venv target/a2a-sdk-v1 1.3.0
+# The server side (a2a_sdk_server.py) needs the v0.3 SDK (the 1.x SDK
+# serves protocol v1.0).
+sdk_venv target/a2a-sdk-v03 0.3.26 uvicorn
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

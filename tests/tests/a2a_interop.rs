@@ -3,19 +3,31 @@
 //! against it (card resolution, message/send, tasks/get, approval
 //! continuations, tasks/cancel, errors, streaming; see the script).
 //!
-//! Without the SDK (`python3 -c "import a2a"` fails) the test is skipped
-//! on a developer machine, but fails in CI (`CI` set): `scripts/test.sh`
-//! installs the pinned SDK before the tests run.
+//! The client SDK (1.3.0) is looked up in the venv `scripts/test.sh`
+//! makes, `target/a2a-sdk-v1`, then in `python3` from `PATH`. Without it
+//! the test is skipped on a developer machine, but fails in CI (`CI`
+//! set): `scripts/test.sh` installs the pinned SDKs before the tests run.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use asg_tests::{Agent, AgentOptions, testdata, workspace_root};
 
+/// Python of the venv with the 1.x client SDK (`scripts/test.sh` makes
+/// it under target/), else `python3` from `PATH`.
+fn client_sdk_python() -> std::path::PathBuf {
+    let venv = workspace_root().join("target/a2a-sdk-v1/bin/python");
+    if venv.is_file() {
+        venv
+    } else {
+        std::path::PathBuf::from("python3")
+    }
+}
+
 /// The installed SDK's version, or why there is none.
 async fn sdk_version() -> Result<String, String> {
     let probe = "import importlib.metadata as m, a2a; print(m.version('a2a-sdk'))";
-    let output = tokio::process::Command::new("python3")
+    let output = tokio::process::Command::new(client_sdk_python())
         .args(["-c", probe])
         .stdin(Stdio::null())
         .output()
@@ -35,7 +47,7 @@ async fn the_official_python_sdk_talks_to_the_server() {
         Err(why) if std::env::var_os("CI").is_none() => {
             eprintln!(
                 "SKIPPED a2a_interop: the A2A Python SDK is not installed ({why}); \
-                 `pip install \"a2a-sdk[http-server]==1.3.0\"` or run scripts/test.sh"
+                 run scripts/test.sh (it makes the venv target/a2a-sdk-v1)"
             );
             return;
         }
@@ -44,7 +56,7 @@ async fn the_official_python_sdk_talks_to_the_server() {
     eprintln!("a2a-sdk {version}");
     let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
     let script = workspace_root().join("tests/interop/a2a_sdk_client.py");
-    let run = tokio::process::Command::new("python3")
+    let run = tokio::process::Command::new(client_sdk_python())
         .arg(&script)
         .arg(&agent.url)
         .stdin(Stdio::null())
