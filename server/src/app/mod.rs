@@ -95,6 +95,9 @@ impl App {
         })
         .await
         .map_err(|e| StartupError(e.to_string()))?;
+        // Sub-agents may have moved on while this agent was down.
+        let reconciling = engine.clone();
+        tokio::spawn(async move { reconciling.reconcile_proxy_approvals().await });
         Ok(App {
             quarantined_files: store.quarantined(),
             config,

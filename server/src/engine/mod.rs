@@ -24,6 +24,7 @@ pub mod catalog;
 mod history;
 mod index;
 mod llm_node;
+mod reconcile;
 mod run;
 mod tree;
 mod turn;

@@ -392,8 +392,10 @@ impl Exec {
         Ok(Flow::Done(last))
     }
 
-    /// Branches as tokio tasks; their messages are recorded in
-    /// configuration order once all have finished.
+    /// Branches run concurrently inside the turn's own task (never
+    /// detached: a turn stopped at the shutdown deadline stops its
+    /// branches too); their messages are recorded in configuration order
+    /// once all have finished.
     async fn run_parallel(
         &mut self,
         count: usize,
@@ -401,13 +403,12 @@ impl Exec {
         gate: Gate,
         rec: &mut dyn Transcript,
     ) -> Result<Flow, EngineError> {
-        let mut tasks = Vec::with_capacity(count);
-        for i in 0..count {
+        let branches = (0..count).map(|i| {
             let mut exec = self.clone();
             let mut branch_path = path.clone();
             branch_path.push(i);
             let gate = gate.clone();
-            tasks.push(tokio::spawn(async move {
+            async move {
                 let inner = exec.inner.clone();
                 let mut buffer = Buffer::default();
                 let flow = match inner.tree.node_at(&branch_path) {
@@ -416,18 +417,16 @@ impl Exec {
                         exec.run_node(node, &mut node_path, None, gate, &mut buffer)
                             .await
                     }
-                    None => Err(EngineError::Store(format!("no node at {branch_path:?}"))),
+                    None => Err(EngineError::Internal(format!("no node at {branch_path:?}"))),
                 };
                 (flow, buffer.0)
-            }));
-        }
+            }
+        });
+        let tasks = futures::future::join_all(branches).await;
         let mut outputs = Vec::with_capacity(count);
         let mut failure = None;
         let mut exit = false;
-        for (i, task) in tasks.into_iter().enumerate() {
-            let (flow, messages) = task
-                .await
-                .map_err(|e| EngineError::Store(format!("a parallel branch panicked: {e}")))?;
+        for (i, (flow, messages)) in tasks.into_iter().enumerate() {
             for message in messages {
                 rec.push(message);
             }

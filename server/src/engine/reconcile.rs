@@ -1,0 +1,219 @@
+//! At startup, pending proxy approvals are checked against their
+//! sub-agents: while this agent was down, the sub-agent's approval may
+//! have been decided there, canceled, or replaced by another. A proxy
+//! approval must never stand for something the sub-agent no longer asks.
+
+use std::sync::Arc;
+
+use asg_shared::a2a::Task;
+use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval, Role};
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::{Engine, Inner, calls, llm_node, new_message};
+use crate::a2a::client::{Delegation, delegation_of};
+use crate::context::RequestContext;
+
+/// What the sub-agent's task says about a pending proxy approval.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// It still waits for that approval: nothing to do.
+    Unchanged,
+    /// It now waits for another approval: the proxy is replaced.
+    Replaced(Box<PendingApproval>),
+    /// It is no longer waiting (decided there, canceled, failed): the
+    /// proxy is closed with this result.
+    Settled { content: String, is_error: bool },
+}
+
+/// Compares a pending proxy approval with the sub-agent's task.
+pub fn verdict(pending: &PendingApproval, task: &Task) -> Verdict {
+    let agent = pending.remote_agent_name.as_deref().unwrap_or_default();
+    match delegation_of(task) {
+        Delegation::InputRequired(remote)
+            if remote.approval_uuid == pending.remote_approval_uuid =>
+        {
+            Verdict::Unchanged
+        }
+        Delegation::InputRequired(remote) => Verdict::Replaced(Box::new(calls::proxy_approval(
+            pending.conversation_id,
+            &pending.call_id,
+            pending.node.clone(),
+            agent,
+            remote,
+        ))),
+        Delegation::Completed(text) => Verdict::Settled {
+            content: format!(
+                "Decided on {agent} directly while this agent was stopped; it answered: {text}"
+            ),
+            is_error: false,
+        },
+        Delegation::Failed(reason) => Verdict::Settled {
+            content: format!(
+                "{agent}'s task ended while this agent was stopped ({reason}); the approval here is closed."
+            ),
+            is_error: true,
+        },
+    }
+}
+
+impl Engine {
+    /// Checks every pending proxy approval with its sub-agent (in the
+    /// background at startup). A sub-agent that cannot be reached leaves
+    /// the approval as it is; deciding it later reconciles again.
+    pub async fn reconcile_proxy_approvals(&self) {
+        let waiting: Vec<Arc<Conversation>> = self
+            .inner
+            .index
+            .snapshots()
+            .into_iter()
+            .filter(|c| {
+                c.pending_approval.as_ref().is_some_and(|p| {
+                    p.remote_task_id.is_some() && p.state == ApprovalState::Pending
+                })
+            })
+            .collect();
+        for conversation in waiting {
+            if let Err(error) = self.reconcile_one(conversation.id).await {
+                tracing::warn!(conversation = %conversation.id, %error, "could not check a proxy approval with its sub-agent");
+            }
+        }
+    }
+
+    async fn reconcile_one(&self, id: Uuid) -> Result<(), String> {
+        let Some(pending) = self.get(id).and_then(|c| c.pending_approval.clone()) else {
+            return Ok(());
+        };
+        let agent_name = pending.remote_agent_name.clone().unwrap_or_default();
+        let agent = self
+            .inner
+            .agents
+            .agent(&agent_name)
+            .ok_or_else(|| format!("sub-agent {agent_name:?} is no longer configured"))?;
+        let task_id = pending.remote_task_id.clone().unwrap_or_default();
+        let ctx = RequestContext::default();
+        let task = self
+            .inner
+            .agents
+            .get_task(agent, &task_id, &ctx)
+            .await
+            .map_err(|e| e.to_string())?;
+        let verdict = verdict(&pending, &task);
+        if verdict == Verdict::Unchanged {
+            return Ok(());
+        }
+        let slot = self.slot(id).map_err(|e| e.to_string())?;
+        let _guard = slot.lock().await;
+        let mut conversation = (*slot.snapshot()).clone();
+        if conversation.pending_approval.as_ref() != Some(&pending) {
+            return Ok(()); // decided meanwhile
+        }
+        apply(&self.inner, &mut conversation, &pending, verdict);
+        conversation.updated_at = Utc::now();
+        let store = self.inner.store.clone();
+        let to_save = Arc::new(conversation);
+        let saving = to_save.clone();
+        tokio::task::spawn_blocking(move || store.save(&saving))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        slot.publish(to_save);
+        Ok(())
+    }
+}
+
+fn apply(inner: &Inner, conversation: &mut Conversation, old: &PendingApproval, verdict: Verdict) {
+    match verdict {
+        Verdict::Unchanged => {}
+        Verdict::Replaced(next) => {
+            tracing::warn!(conversation = %conversation.id, old = %old.uuid, new = %next.uuid, "the sub-agent now asks for another approval; the proxy approval is replaced");
+            inner.index.add_approval(next.uuid, conversation.id);
+            conversation.pending_approval = Some(*next);
+        }
+        Verdict::Settled { content, is_error } => {
+            tracing::warn!(conversation = %conversation.id, approval = %old.uuid, "the sub-agent's approval was settled there; the proxy approval is closed");
+            let called = old.remote_agent_name.as_deref().unwrap_or(&old.tool_name);
+            let mut result =
+                llm_node::result_message(&old.call_id, called, content.clone(), is_error);
+            result.node = old.node.clone();
+            conversation.messages.push(result);
+            let mut answer = new_message(Role::Assistant, content);
+            answer.node = old.node.clone();
+            answer.is_error = is_error;
+            conversation.messages.push(answer);
+            conversation.pending_approval = None;
+            conversation.pipeline_state = None;
+            conversation.status = ConversationStatus::Active;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pending() -> PendingApproval {
+        PendingApproval {
+            uuid: Uuid::new_v4(),
+            conversation_id: Uuid::new_v4(),
+            tool_name: "resources_add".into(),
+            tool_args: serde_json::Map::new(),
+            description: "d".into(),
+            created_at: Utc::now(),
+            call_id: "c1".into(),
+            node: None,
+            state: ApprovalState::Pending,
+            remote_task_id: Some("t1".into()),
+            remote_agent_name: Some("b".into()),
+            remote_approval_uuid: Some("x".into()),
+        }
+    }
+
+    fn task(state: &str, approval: Option<&str>) -> Task {
+        let parts = match approval {
+            Some(uuid) => json!([{"kind": "text", "text": "approve?"},
+                {"kind": "data", "data": {"approval_uuid": uuid, "tool_name": "resources_add",
+                 "tool_args": {"name": "n", "value": 1}, "description": "add n"}}]),
+            None => json!([{"kind": "text", "text": "done"}]),
+        };
+        serde_json::from_value(json!({"id": "t1", "contextId": "c", "kind": "task",
+            "status": {"state": state, "message": {"role": "agent", "messageId": "m",
+            "kind": "message", "parts": parts}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_same_approval_is_unchanged() {
+        assert_eq!(
+            verdict(&pending(), &task("input-required", Some("x"))),
+            Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn another_approval_replaces_the_proxy_with_a_new_uuid() {
+        let old = pending();
+        let Verdict::Replaced(next) = verdict(&old, &task("input-required", Some("y"))) else {
+            panic!("not replaced");
+        };
+        assert_ne!(next.uuid, old.uuid);
+        assert_eq!(next.remote_approval_uuid.as_deref(), Some("y"));
+        assert_eq!(next.call_id, old.call_id);
+        assert_eq!(next.tool_args["name"], "n");
+    }
+
+    #[test]
+    fn a_finished_task_settles_the_proxy() {
+        let Verdict::Settled { is_error, content } = verdict(&pending(), &task("completed", None))
+        else {
+            panic!("not settled");
+        };
+        assert!(!is_error && content.contains("directly"), "{content}");
+        let Verdict::Settled { is_error, .. } = verdict(&pending(), &task("canceled", None)) else {
+            panic!("not settled");
+        };
+        assert!(is_error);
+    }
+}
