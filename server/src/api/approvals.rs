@@ -20,10 +20,16 @@ use super::{AppState, conversation_response};
         ("answer" = (value = json!({"answer": "yes"}))),
     )),
     responses(
-        (status = 200, description = "Decision applied; the call ran once (approve) or was cancelled (reject)", body = ConversationResponse),
+        (status = 200, description = "Decision applied; the call ran once (approve) or was cancelled (reject)", body = ConversationResponse,
+            example = json!({"conversation": {"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "status": "active", "messages": ["…"]},
+            "result": {"response": "Created the resource: {\"created\": {\"id\": \"res_423043d2\", \"name\": \"web-1\", \"value\": 42}}", "waiting_approval": false}})),
         (status = 400, description = "Malformed JSON or uuid", body = ErrorBody),
-        (status = 404, description = "Unknown approval", body = ErrorBody),
-        (status = 409, description = "Already resolved (`error.conversation` has the current state)", body = ErrorBody),
+        (status = 404, description = "Unknown approval", body = ErrorBody,
+            example = json!({"error": {"code": "not_found", "message": "approval f83d7736-9d7f-4ec0-a960-8d636a22df6d not found"}})),
+        (status = 409, description = "Already resolved (`error.conversation` has the current state)", body = ErrorBody,
+            example = json!({"error": {"code": "approval_resolved", "message": "approval f83d7736-9d7f-4ec0-a960-8d636a22df6d was already resolved",
+                "conversation": {"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "status": "active", "messages": ["…"]}}})),
+        (status = 415, description = "A body that is not declared `application/json`", body = ErrorBody),
         (status = 422, description = "No decision, or an unknown one", body = ErrorBody),
         (status = 502, description = "The model failed after the decision was applied", body = ErrorBody),
     ))]
@@ -51,7 +57,11 @@ pub async fn approvals_resolve(
 
 /// Lists pending approvals across conversations, oldest first.
 #[utoipa::path(get, path = "/approvals", tag = "approvals",
-    responses((status = 200, body = ApprovalList)))]
+    responses((status = 200, body = ApprovalList,
+        example = json!({"approvals": [{"uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d", "conversation_id": "bb77af30-9945-40e6-8a98-3214f774d0c5",
+            "tool_name": "resources_add", "tool_args": {"name": "web-1", "value": 42},
+            "description": "resources_add with arguments {\"name\":\"web-1\",\"value\":42}", "created_at": "2026-01-02T03:04:05Z",
+            "call_id": "call_1", "node": "resource-manager", "state": "pending"}]}))))]
 pub async fn approvals_index(State(state): State<AppState>) -> Json<ApprovalList> {
     Json(ApprovalList {
         approvals: state.engine.pending_approvals(),

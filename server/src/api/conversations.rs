@@ -18,8 +18,23 @@ use super::{AppState, conversation_response};
 #[utoipa::path(post, path = "/conversations", tag = "conversations",
     request_body(content = Option<CreateConversationRequest>, example = json!({"message": "list all resources"})),
     responses(
-        (status = 201, description = "Created; `result` is present when a message was sent", body = ConversationResponse),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 201, description = "Created; `result` is present when a message was sent. Here the message asked for a destructive call, so the turn stopped for an approval.", body = ConversationResponse,
+            example = json!({"conversation": {"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "session_id": "960e5e2e", "status": "waiting_approval",
+            "messages": [
+                {"id": "1542245c-2467-4192-953c-820adf521730", "role": "system", "content": "You are a resource manager.", "created_at": "2026-01-02T03:04:05Z"},
+                {"id": "ecf9613e-8253-4abc-a1de-5f2c89b3f57a", "role": "user", "content": "add resource web-1 with value 42", "created_at": "2026-01-02T03:04:05Z"},
+                {"id": "1af81a15-6a7e-4e4d-8fcb-fd81a934a1cd", "role": "assistant", "content": "", "node": "resource-manager", "created_at": "2026-01-02T03:04:05Z",
+                 "tool_call": {"id": "call_1", "name": "resources_add", "arguments": {"name": "web-1", "value": 42}, "needs_approval": true, "approval_uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d"}}],
+            "pending_approval": {"uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d", "conversation_id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "tool_name": "resources_add",
+                "tool_args": {"name": "web-1", "value": 42}, "description": "resources_add with arguments {\"name\":\"web-1\",\"value\":42}",
+                "created_at": "2026-01-02T03:04:05Z", "call_id": "call_1", "node": "resource-manager", "state": "pending"},
+            "created_at": "2026-01-02T03:04:05Z", "updated_at": "2026-01-02T03:04:05Z"},
+        "result": {"response": "Approval required: resources_add with arguments {\"name\":\"web-1\",\"value\":42}", "waiting_approval": true,
+            "approval": {"uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d", "tool_name": "resources_add", "tool_args": {"name": "web-1", "value": 42}, "state": "pending"}}})),
+        (status = 400, description = "Malformed JSON", body = ErrorBody,
+            example = json!({"error": {"code": "bad_request", "message": "malformed JSON: key must be a string at line 1 column 2"}})),
+        (status = 415, description = "A body that is not declared `application/json`", body = ErrorBody,
+            example = json!({"error": {"code": "unsupported_media_type", "message": "request body has content type \"text/plain\"; this endpoint expects application/json (send the header `Content-Type: application/json`)"}})),
         (status = 422, description = "Invalid content", body = ErrorBody),
         (status = 502, description = "The model failed (recorded in the conversation)", body = ErrorBody),
         (status = 504, description = "The model timed out", body = ErrorBody),
@@ -45,7 +60,10 @@ pub async fn conversations_create(
 
 /// Lists conversations with a status summary.
 #[utoipa::path(get, path = "/conversations", tag = "conversations",
-    responses((status = 200, body = ConversationList)))]
+    responses((status = 200, body = ConversationList,
+        example = json!({"conversations": [{"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "session_id": "960e5e2e", "status": "waiting_approval",
+            "message_count": 3, "title": "add resource web-1 with value 42", "created_at": "2026-01-02T03:04:05Z", "updated_at": "2026-01-02T03:04:05Z"}],
+            "summary": {"total": 1, "active": 0, "waiting_approval": 1, "completed": 0, "canceled": 0}}))))]
 pub async fn conversations_index(State(state): State<AppState>) -> Json<ConversationList> {
     Json(state.engine.list())
 }
@@ -54,9 +72,22 @@ pub async fn conversations_index(State(state): State<AppState>) -> Json<Conversa
 #[utoipa::path(get, path = "/conversations/{id}", tag = "conversations",
     params(("id" = String, Path, description = "Conversation UUID")),
     responses(
-        (status = 200, body = ConversationResponse),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown conversation", body = ErrorBody),
+        (status = 200, body = ConversationResponse, example = json!({"conversation": {"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "session_id": "960e5e2e", "status": "waiting_approval",
+            "messages": [
+                {"id": "1542245c-2467-4192-953c-820adf521730", "role": "system", "content": "You are a resource manager.", "created_at": "2026-01-02T03:04:05Z"},
+                {"id": "ecf9613e-8253-4abc-a1de-5f2c89b3f57a", "role": "user", "content": "add resource web-1 with value 42", "created_at": "2026-01-02T03:04:05Z"},
+                {"id": "1af81a15-6a7e-4e4d-8fcb-fd81a934a1cd", "role": "assistant", "content": "", "node": "resource-manager", "created_at": "2026-01-02T03:04:05Z",
+                 "tool_call": {"id": "call_1", "name": "resources_add", "arguments": {"name": "web-1", "value": 42}, "needs_approval": true, "approval_uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d"}}],
+            "pending_approval": {"uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d", "conversation_id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "tool_name": "resources_add",
+                "tool_args": {"name": "web-1", "value": 42}, "description": "resources_add with arguments {\"name\":\"web-1\",\"value\":42}",
+                "created_at": "2026-01-02T03:04:05Z", "call_id": "call_1", "node": "resource-manager", "state": "pending"},
+            "created_at": "2026-01-02T03:04:05Z", "updated_at": "2026-01-02T03:04:05Z"},
+        "result": {"response": "Approval required: resources_add with arguments {\"name\":\"web-1\",\"value\":42}", "waiting_approval": true,
+            "approval": {"uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d", "tool_name": "resources_add", "tool_args": {"name": "web-1", "value": 42}, "state": "pending"}}})),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody,
+            example = json!({"error": {"code": "bad_request", "message": "conversation id must be a UUID, got \"42\""}})),
+        (status = 404, description = "Unknown conversation", body = ErrorBody,
+            example = json!({"error": {"code": "not_found", "message": "conversation 0d2c7d1e-5a8b-4c47-9a51-2f0c3a6e9b10 not found"}})),
     ))]
 pub async fn conversations_show(
     State(state): State<AppState>,
@@ -75,10 +106,15 @@ pub async fn conversations_show(
     params(("id" = String, Path, description = "Conversation UUID")),
     request_body(content = SendMessageRequest, example = json!({"message": "add resource web-1 with value 42"})),
     responses(
-        (status = 200, description = "The turn ran; `result.waiting_approval` tells whether it stopped for an approval", body = ConversationResponse),
+        (status = 200, description = "The turn ran; `result.waiting_approval` tells whether it stopped for an approval", body = ConversationResponse,
+            example = json!({"conversation": {"id": "7e9698ce-5531-4eb2-8114-e6e7384c72f5", "status": "active", "messages": ["…"]},
+                "result": {"response": "There are 0 resources: {\"count\": 0, \"resources\": []}", "waiting_approval": false}})),
         (status = 400, description = "Malformed JSON or id", body = ErrorBody),
         (status = 404, description = "Unknown conversation", body = ErrorBody),
-        (status = 409, description = "The conversation waits for an approval (`error.approval`)", body = ErrorBody),
+        (status = 409, description = "The conversation waits for an approval (`error.approval`)", body = ErrorBody,
+            example = json!({"error": {"code": "waiting_approval", "message": "conversation is waiting for approval f83d7736-9d7f-4ec0-a960-8d636a22df6d; approve or reject it first",
+                "approval": {"uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d", "tool_name": "resources_add", "tool_args": {"name": "web-1", "value": 42}, "state": "pending"}}})),
+        (status = 415, description = "A body that is not declared `application/json`", body = ErrorBody),
         (status = 422, description = "Invalid content", body = ErrorBody),
         (status = 502, description = "The model failed", body = ErrorBody),
         (status = 504, description = "The model timed out", body = ErrorBody),

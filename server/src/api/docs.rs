@@ -15,7 +15,7 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system
 #[openapi(
     info(
         title = "Agent Stop and Go",
-        description = "An agent server that stops before destructive actions until a human approves them."
+        description = include_str!("assets/api.md")
     ),
     paths(
         system::health,
@@ -28,14 +28,97 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system
         approvals::approvals_resolve,
         approvals::approvals_index,
         inbox::inbox_events,
+        a2a_rpc,
+        agent_card,
+        agent_card_legacy,
     ),
     tags(
         (name = "system", description = "Health and tools"),
         (name = "conversations", description = "Conversations and messages"),
         (name = "approvals", description = "The human in the loop"),
+        (name = "a2a", description = "The same agent over A2A v0.3 (JSON-RPC 2.0): other agents and A2A SDKs"),
     )
 )]
 pub struct ApiDoc;
+
+/// A2A v0.3 JSON-RPC 2.0 endpoint: the same conversations as the REST API
+/// (task id = conversation id).
+///
+/// | Method | What it does |
+/// |---|---|
+/// | `message/send` | A new task (a new conversation), or with `message.taskId` the next message of one. On a task that is `input-required` (waiting for approval), the text `approved`/`yes` or `rejected`/`no`, or a data part `{"approved": bool}`, decides the approval; other text is a new turn. |
+/// | `message/stream` | Like `message/send`, answered as server-sent events: the task, status updates, the answer artifact, a final status. |
+/// | `tasks/get` | The task, with `historyLength` messages of history. |
+/// | `tasks/cancel` | Cancels a task that waits for approval (its call is not run); other tasks are not cancelable. |
+/// | `tasks/resubscribe` | The event stream of a task again. |
+///
+/// A task waiting for approval is `input-required`; its status message has
+/// a text part and a data part `{approval_uuid, tool_name, tool_args,
+/// description}`. A model failure is not an error: the task is `failed`
+/// with the reason in its status message.
+///
+/// Errors keep HTTP status 200 and come as a JSON-RPC `error`:
+///
+/// | Code | Meaning |
+/// |---|---|
+/// | -32700 | the body is not JSON |
+/// | -32600 | not a JSON-RPC 2.0 request |
+/// | -32601 | unknown method |
+/// | -32602 | invalid params |
+/// | -32603 | internal error |
+/// | -32001 | task not found (also an id that is not a UUID) |
+/// | -32002 | task not cancelable |
+/// | -32003 | push notifications are not supported |
+/// | -32005 | unsupported content type in a message part |
+///
+/// Like every body, the request must be sent as `Content-Type:
+/// application/json` (415 otherwise).
+#[utoipa::path(post, path = "/a2a", tag = "a2a",
+    request_body(content = serde_json::Value, description = "A JSON-RPC 2.0 request", examples(
+        ("message/send" = (value = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": {"kind": "message", "messageId": "m1", "role": "user",
+                "parts": [{"kind": "text", "text": "list resources"}]}}}))),
+        ("approve a waiting task" = (value = json!({"jsonrpc": "2.0", "id": 2, "method": "message/send",
+            "params": {"message": {"kind": "message", "messageId": "m2", "role": "user",
+                "taskId": "bb77af30-9945-40e6-8a98-3214f774d0c5",
+                "parts": [{"kind": "data", "data": {"approved": true}}]}}}))),
+        ("tasks/get" = (value = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+            "params": {"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "historyLength": 2}}))),
+    )),
+    responses(
+        (status = 200, description = "A JSON-RPC response: `result` (a task) or `error`; `text/event-stream` for the streaming methods", body = serde_json::Value,
+            examples(
+                ("completed task" = (value = json!({"jsonrpc": "2.0", "id": 1, "result": {
+                    "kind": "task", "id": "9f1a489e-f142-4e0b-a210-a78f74846156", "contextId": "9f1a489e-f142-4e0b-a210-a78f74846156",
+                    "status": {"state": "completed", "timestamp": "2026-01-02T03:04:05Z"},
+                    "artifacts": [{"artifactId": "answer-008e003d", "name": "answer",
+                        "parts": [{"kind": "text", "text": "There are 0 resources: {\"count\": 0, \"resources\": []}"}]}],
+                    "metadata": {"conversation_status": "active", "session_id": "5eb385c2"}}}))),
+                ("error" = (value = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "task \"nope\" not found"}}))),
+            )),
+        (status = 415, description = "The body is not declared `application/json`", body = asg_shared::rest::ErrorBody),
+    ))]
+#[allow(dead_code)]
+fn a2a_rpc() {}
+
+/// The A2A agent card: name, description, the JSON-RPC endpoint (`url`),
+/// capabilities and one skill per tool.
+#[utoipa::path(get, path = "/.well-known/agent-card.json", tag = "a2a",
+    responses((status = 200, description = "The agent card (A2A v0.3)", body = serde_json::Value,
+        example = json!({"name": "resource-manager", "description": "Lists, adds and removes resources; asks a human before any change.",
+            "url": "http://127.0.0.1:8080/a2a", "version": "0.1.0", "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC",
+            "capabilities": {"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
+            "defaultInputModes": ["text/plain", "application/json"], "defaultOutputModes": ["text/plain", "application/json"],
+            "skills": [{"id": "resources_add", "name": "resources_add", "description": "Add a resource with a `name` and an integer `value`.", "tags": ["mcp", "destructive"]}],
+            "documentationUrl": "http://127.0.0.1:8080/docs"}))))]
+#[allow(dead_code)]
+fn agent_card() {}
+
+/// The same agent card at the path older A2A clients read.
+#[utoipa::path(get, path = "/.well-known/agent.json", tag = "a2a",
+    responses((status = 200, description = "The agent card, as at `/.well-known/agent-card.json`", body = serde_json::Value)))]
+#[allow(dead_code)]
+fn agent_card_legacy() {}
 
 /// The OpenAPI document.
 pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {

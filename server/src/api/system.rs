@@ -26,7 +26,10 @@ pub async fn health(State(state): State<AppState>) -> Json<Health> {
 /// Every tool the agent can call, with its input schema and whether it
 /// needs approval (`destructiveHint`).
 #[utoipa::path(get, path = "/tools", tag = "system",
-    responses((status = 200, body = ToolList)))]
+    responses((status = 200, body = ToolList,
+        example = json!({"tools": [{"name": "resources_add", "description": "Add a resource with a `name` (non-empty string) and an integer `value`.",
+            "input_schema": {"type": "object", "properties": {"name": {"type": "string"}, "value": {"type": "integer", "format": "int64"}}, "required": ["name", "value"]},
+            "destructiveHint": true, "readOnlyHint": false, "source": "mcp", "server": "resources"}]}))))]
 pub async fn tools_index(State(state): State<AppState>) -> Json<ToolList> {
     Json(ToolList {
         tools: state.engine.tool_infos(),

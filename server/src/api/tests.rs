@@ -270,16 +270,36 @@ async fn docs_and_openapi_cover_every_route() {
         ("/approvals", "get"),
         ("/approvals/{uuid}", "post"),
         ("/conversations/{id}/events", "get"),
+        ("/a2a", "post"),
+        ("/.well-known/agent-card.json", "get"),
+        ("/.well-known/agent.json", "get"),
     ] {
         assert!(
             spec["paths"][path][method].is_object(),
             "{method} {path} undocumented"
         );
     }
+    let example = |path: &str, method: &str, status: &str| {
+        spec["paths"][path][method]["responses"][status]["content"]["application/json"].clone()
+    };
+    let created = example("/conversations", "post", "201");
+    assert_eq!(created["example"]["result"]["waiting_approval"], true);
+    let approved = example("/approvals/{uuid}", "post", "200");
+    assert_eq!(approved["example"]["result"]["waiting_approval"], false);
+    let rpc = spec["paths"]["/a2a"]["post"].to_string();
+    for needle in ["message/send", "tasks/cancel", "-32001", "-32700"] {
+        assert!(rpc.contains(needle), "POST /a2a docs lack {needle}");
+    }
+    let intro = spec["info"]["description"].as_str().unwrap();
+    assert!(intro.contains("415") && intro.contains("421"), "{intro}");
     let (status, page) = call(&app, "GET", "/docs", "").await;
     assert_eq!(status, StatusCode::OK);
     let page = page.as_str().unwrap();
     assert!(page.contains("/openapi.json") && page.contains("Try it"));
+    assert!(
+        page.contains("function markdown"),
+        "descriptions are rendered as Markdown"
+    );
     assert!(
         !page.contains("https://"),
         "the docs page must not load anything from the internet"
