@@ -6,7 +6,13 @@ use serde_json::json;
 #[tokio::test]
 async fn ts001_starts_and_lists_tools_with_hints() {
     let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
-    assert_eq!(agent.get("/health").await, (200, json!({"status": "ok"})));
+    assert_eq!(
+        agent.get("/health").await,
+        (
+            200,
+            json!({"status": "ok", "details": {"quarantined_files": 0}})
+        )
+    );
     let (status, tools) = agent.get("/tools").await;
     assert_eq!(status, 200);
     let hint = |name: &str| {
