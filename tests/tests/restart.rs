@@ -130,20 +130,22 @@ async fn an_interrupted_approval_is_reported_not_run_again() {
     let stored = agent.conversation(&id.to_string()).await;
     assert_eq!(stored["status"], "active", "{stored}");
     assert!(stored["pending_approval"].is_null(), "{stored}");
-    let last = stored["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    assert_eq!(last["role"], "tool", "{stored}");
-    assert_eq!(last["tool_result"]["call_id"], "call_1");
-    assert_eq!(last["tool_result"]["is_error"], true);
-    let text = last["content"].as_str().unwrap();
+    let messages = stored["messages"].as_array().unwrap();
+    // The call's result says it may have run and was not run again; the
+    // turn ends with an error answer saying it was interrupted.
+    let result = &messages[messages.len() - 2];
+    assert_eq!(result["role"], "tool", "{stored}");
+    assert_eq!(result["tool_result"]["call_id"], "call_1");
+    assert_eq!(result["tool_result"]["is_error"], true);
+    let text = result["content"].as_str().unwrap();
     assert!(
-        text.contains("Interrupted") && text.contains("NOT run again"),
+        text.contains("Interrupted") && text.contains("NOT run again") && text.contains("may have run"),
         "{text}"
     );
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "assistant", "{stored}");
+    assert_eq!(last["is_error"], true, "{stored}");
+    assert!(last["content"].as_str().unwrap().starts_with("Interrupted"));
     let (_, approvals) = agent.get("/approvals").await;
     assert_eq!(approvals["approvals"], json!([]));
     let got = agent
