@@ -62,6 +62,9 @@ pub enum ConversationEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
+// The variants are as large as one approval; events are built once and
+// moved, so boxing would only add an allocation per event.
+#[allow(clippy::large_enum_variant)]
 pub enum InboxEvent {
     /// Every approval waiting now (first event of every stream, and again
     /// when a slow client missed events).

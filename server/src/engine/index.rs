@@ -125,7 +125,7 @@ impl Slot {
 /// An approval or status change between two saved versions.
 enum Change {
     Resolved(Uuid),
-    Requested(asg_shared::PendingApproval),
+    Requested(Box<asg_shared::PendingApproval>),
     Status(asg_shared::ConversationStatus),
 }
 
@@ -137,7 +137,7 @@ impl Change {
                 conversation_id,
             },
             Change::Requested(approval) => InboxEvent::ApprovalRequested {
-                approval: approval.clone(),
+                approval: (**approval).clone(),
             },
             Change::Status(status) => InboxEvent::Status {
                 conversation_id,
@@ -149,7 +149,9 @@ impl Change {
     fn for_conversation(self) -> ConversationEvent {
         match self {
             Change::Resolved(uuid) => ConversationEvent::ApprovalResolved { uuid },
-            Change::Requested(approval) => ConversationEvent::ApprovalRequested { approval },
+            Change::Requested(approval) => ConversationEvent::ApprovalRequested {
+                approval: *approval,
+            },
             Change::Status(status) => ConversationEvent::Status { status },
         }
     }
@@ -167,7 +169,7 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
     if let Some(pending) = new
         && old != Some(pending.uuid)
     {
-        changes.push(Change::Requested(pending.clone()));
+        changes.push(Change::Requested(Box::new(pending.clone())));
     }
     if previous.status != current.status {
         changes.push(Change::Status(current.status));
