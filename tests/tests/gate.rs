@@ -446,7 +446,11 @@ async fn a_turn_still_running_at_the_shutdown_deadline_is_recorded_as_interrupte
         "answered after {waited:?}\n{}",
         agent.log()
     );
-    assert!(agent.log().contains("turns still running at the shutdown deadline"));
+    assert!(
+        agent
+            .log()
+            .contains("turns still running at the shutdown deadline")
+    );
     let restarted = Agent::start(
         &config,
         AgentOptions {
@@ -466,5 +470,8 @@ async fn a_turn_still_running_at_the_shutdown_deadline_is_recorded_as_interrupte
     assert!(last["content"].as_str().unwrap().starts_with("Interrupted"));
     assert_eq!(conversation["status"], "active");
     assert!(conversation["pending_approval"].is_null());
-    assert!(restarted.resource_names().await.len() <= 1, "ran at most once");
+    assert!(
+        restarted.resource_names().await.len() <= 1,
+        "ran at most once"
+    );
 }
