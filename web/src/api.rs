@@ -1,11 +1,12 @@
 //! Every HTTP call of the chat: the agent's REST API under the same-origin
 //! prefix `/api` (the `web` binary proxies it), with `gloo-net`, and the
-//! live event stream of one conversation with `EventSource`. Bodies are the
+//! live event streams (one conversation's, and the operator inbox across
+//! conversations) with `EventSource`. Bodies are the
 //! `asg_shared` types; failures are [`RequestError`]s.
 
 use std::time::Duration;
 
-use asg_shared::events::ConversationEvent;
+use asg_shared::events::{ConversationEvent, InboxEvent};
 use asg_shared::rest::{
     ApprovalList, ApprovalRequest, ConversationList, ConversationResponse,
     CreateConversationRequest, SendMessageRequest, ToolList,
@@ -22,7 +23,8 @@ use uuid::Uuid;
 
 use crate::logic::errors::RequestError;
 use crate::logic::events::parse_event;
-use crate::logic::url::events_path;
+use crate::logic::inbox::parse_inbox_event;
+use crate::logic::url::{events_path, inbox_path};
 
 /// The REST prefix proxied to the agent.
 const API: &str = "/api";
@@ -134,16 +136,51 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Follows `GET /conversations/{id}/events`. Each event goes to
 /// `on_event` (the first is a snapshot, and again after every reconnect);
-/// `on_status` hears about the connection. The browser reconnects a broken
-/// stream by itself; a stream it gave up on (an error answer, e.g. the
-/// agent is down) is reopened here after a growing pause.
+/// `on_status` hears about the connection; `on_bad_event` gets events that
+/// do not parse.
 pub fn subscribe(
     id: Uuid,
     on_event: impl Fn(ConversationEvent) + 'static,
     on_status: impl Fn(LiveStatus) + 'static,
     on_bad_event: impl Fn(String) + 'static,
 ) -> LiveEvents {
-    let url = events_path(id);
+    follow(
+        events_path(id),
+        parse_event,
+        on_event,
+        on_status,
+        on_bad_event,
+    )
+}
+
+/// Follows the operator inbox, `GET /events`: approvals and status
+/// changes of every conversation (the first event lists every pending
+/// approval, and again after every reconnect).
+pub fn subscribe_inbox(
+    on_event: impl Fn(InboxEvent) + 'static,
+    on_status: impl Fn(LiveStatus) + 'static,
+    on_bad_event: impl Fn(String) + 'static,
+) -> LiveEvents {
+    follow(
+        inbox_path().to_string(),
+        parse_inbox_event,
+        on_event,
+        on_status,
+        on_bad_event,
+    )
+}
+
+/// Follows a server-sent event stream at `url`. The browser reconnects a
+/// broken stream by itself; a stream it gave up on (an error answer, e.g.
+/// the agent is down or does not serve the stream) is reopened here after
+/// a growing pause.
+fn follow<E: 'static>(
+    url: String,
+    parse: fn(&str) -> Result<E, String>,
+    on_event: impl Fn(E) + 'static,
+    on_status: impl Fn(LiveStatus) + 'static,
+    on_bad_event: impl Fn(String) + 'static,
+) -> LiveEvents {
     let task = async move {
         let mut backoff = Duration::from_secs(1);
         loop {
@@ -157,7 +194,7 @@ pub fn subscribe(
                             backoff = Duration::from_secs(1);
                             on_status(LiveStatus::Live);
                             let data = message.data().as_string().unwrap_or_default();
-                            match parse_event(&data) {
+                            match parse(&data) {
                                 Ok(event) => on_event(event),
                                 Err(error) => on_bad_event(error),
                             }

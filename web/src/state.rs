@@ -1,7 +1,8 @@
 //! The chat's state (signals shared through the Leptos context) and the
 //! actions that change it: select, create, send, decide, refresh. Actions
 //! call [`crate::api`] and apply answers and live events with
-//! [`crate::logic::events`].
+//! [`crate::logic::events`] (the selected conversation) and
+//! [`crate::logic::inbox`] (approvals and statuses of every conversation).
 
 use asg_shared::events::ConversationEvent;
 use asg_shared::rest::{ConversationResponse, ConversationSummary, ToolInfo};
@@ -14,6 +15,7 @@ use uuid::Uuid;
 use crate::api::{self, LiveEvents, LiveStatus};
 use crate::logic::errors::{self, ErrorKind, RequestError, UserError};
 use crate::logic::events::{apply_event, merge_conversation};
+use crate::logic::inbox::{apply_inbox_event, overlay_pending};
 use crate::logic::url;
 
 /// Everything the views read, plus the live subscription.
@@ -37,11 +39,14 @@ pub struct AppState {
     pub error: RwSignal<Option<UserError>>,
     /// The live event stream of the selected conversation.
     pub live: RwSignal<Option<LiveStatus>>,
+    /// The operator inbox stream (approvals of every conversation).
+    pub inbox_live: RwSignal<Option<LiveStatus>>,
     /// The composer's text.
     pub draft: RwSignal<String>,
     /// The composer, to focus it.
     pub composer: NodeRef<Textarea>,
     subscription: StoredValue<Option<LiveEvents>, LocalStorage>,
+    inbox: StoredValue<Option<LiveEvents>, LocalStorage>,
     list_refresh: StoredValue<(bool, bool)>,
 }
 
@@ -58,9 +63,11 @@ impl AppState {
             turn_running: RwSignal::new(false),
             error: RwSignal::new(None),
             live: RwSignal::new(None),
+            inbox_live: RwSignal::new(None),
             draft: RwSignal::new(String::new()),
             composer: NodeRef::new(),
             subscription: StoredValue::new_local(None),
+            inbox: StoredValue::new_local(None),
             list_refresh: StoredValue::new((false, false)),
         }
     }
@@ -79,10 +86,11 @@ impl AppState {
         self.report(errors::describe(error));
     }
 
-    /// Loads the list, the pending approvals and the tools, and opens the
-    /// conversation named in the URL.
+    /// Loads the list, the pending approvals and the tools, follows the
+    /// inbox, and opens the conversation named in the URL.
     pub fn start(&self) {
         self.refresh_list();
+        self.follow_inbox();
         let this = *self;
         spawn_local(async move {
             if let Ok(list) = api::list_tools().await {
@@ -107,18 +115,7 @@ impl AppState {
         let this = *self;
         spawn_local(async move {
             loop {
-                let (list, approvals) =
-                    futures::join!(api::list_conversations(), api::list_approvals());
-                match list {
-                    Ok(list) => {
-                        this.conversations.set(list.conversations);
-                        this.clear_error_of(&[ErrorKind::AgentUnreachable, ErrorKind::Offline]);
-                    }
-                    Err(error) => this.report_request(&error),
-                }
-                if let Ok(approvals) = approvals {
-                    this.approvals.set(approvals.approvals);
-                }
+                this.load_list().await;
                 let (_, again) = this.list_refresh.get_value();
                 if !again {
                     break;
@@ -127,6 +124,67 @@ impl AppState {
             }
             this.list_refresh.set_value((false, false));
         });
+    }
+
+    /// One fetch of the sidebar list, and of the pending approvals unless
+    /// the live inbox keeps them (a listing may be older than the inbox's
+    /// last event, so the inbox's approvals are laid over it).
+    async fn load_list(&self) {
+        let inbox_live = self.inbox_live.get_untracked() == Some(LiveStatus::Live);
+        let approvals = async {
+            if inbox_live {
+                None
+            } else {
+                Some(api::list_approvals().await)
+            }
+        };
+        let (list, approvals) = futures::join!(api::list_conversations(), approvals);
+        // The inbox may have gone live (and delivered newer approvals) meanwhile.
+        if let Some(Ok(approvals)) = approvals
+            && self.inbox_live.get_untracked() != Some(LiveStatus::Live)
+        {
+            self.approvals.set(approvals.approvals);
+        }
+        match list {
+            Ok(mut list) => {
+                self.approvals
+                    .with_untracked(|a| overlay_pending(&mut list.conversations, a));
+                self.conversations.set(list.conversations);
+                self.clear_error_of(&[ErrorKind::AgentUnreachable, ErrorKind::Offline]);
+            }
+            Err(error) => self.report_request(&error),
+        }
+    }
+
+    /// Follows the operator inbox for the whole session: the pending count
+    /// and the sidebar change when any client raises or decides an
+    /// approval. Without it (an agent that does not serve `/events`), the
+    /// list still reloads on the selected conversation's events and on
+    /// focus.
+    fn follow_inbox(&self) {
+        let this = *self;
+        let inbox = api::subscribe_inbox(
+            move |event| {
+                let mut refresh = false;
+                this.approvals.update(|approvals| {
+                    this.conversations.update(|list| {
+                        refresh = apply_inbox_event(approvals, list, event);
+                    });
+                });
+                if refresh {
+                    this.refresh_list();
+                }
+            },
+            move |status| {
+                if this.inbox_live.get_untracked() != Some(status) {
+                    this.inbox_live.set(Some(status));
+                }
+            },
+            // An event this version cannot read is skipped; the next
+            // `pending` event resyncs.
+            |_| {},
+        );
+        self.inbox.set_value(Some(inbox));
     }
 
     fn clear_error_of(&self, kinds: &[ErrorKind]) {

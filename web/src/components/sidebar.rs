@@ -1,9 +1,12 @@
 //! The sidebar: "New conversation", the pending-approval count and the
-//! conversation list with status badges.
+//! conversation list with status badges and pending markers (kept live by
+//! the operator inbox).
 
 use asg_shared::rest::ConversationSummary;
 use leptos::prelude::*;
 
+use crate::api::LiveStatus;
+use crate::logic::inbox::is_pending;
 use crate::logic::labels::{clock, conversation_title, count, status_label};
 use crate::state::AppState;
 
@@ -12,6 +15,11 @@ use crate::state::AppState;
 pub fn Sidebar() -> impl IntoView {
     let state = expect_context::<AppState>();
     let pending = move || state.approvals.with(Vec::len);
+    let inbox = move || match state.inbox_live.get() {
+        Some(LiveStatus::Live) => "live",
+        Some(LiveStatus::Connecting) => "connecting",
+        Some(LiveStatus::Reconnecting) | None => "offline",
+    };
     let open_oldest_pending = move |_| {
         let first = state
             .approvals
@@ -42,6 +50,7 @@ pub fn Sidebar() -> impl IntoView {
                 type="button"
                 class=("has-pending", move || pending() > 0)
                 disabled=move || pending() == 0
+                data-inbox=inbox
                 title="Open the oldest conversation waiting for approval"
                 on:click=open_oldest_pending
             >
@@ -75,12 +84,15 @@ fn Item(summary: ConversationSummary) -> impl IntoView {
     let time = clock(summary.updated_at, offset);
     let messages = count(summary.message_count, "message", "messages");
     let selected = move || state.selected.get() == Some(id);
+    let pending = move || state.approvals.with(|a| is_pending(a, id));
     view! {
         <li
             class="conversation-item"
             class:selected=selected
+            class:pending=pending
             data-id=id.to_string()
             data-status=status.as_str()
+            data-pending=move || pending().to_string()
             on:click=move |_| state.select(Some(id), true)
         >
             <button
@@ -89,7 +101,14 @@ fn Item(summary: ConversationSummary) -> impl IntoView {
                 aria-current=move || selected().then_some("true")
                 title=title.clone()
             >
-                <span class="conversation-title">{title.clone()}</span>
+                <span class="conversation-title">
+                    <Show when=pending>
+                        <span class="pending-marker" title="Waiting for an approval">
+                            "!"
+                        </span>
+                    </Show>
+                    {title.clone()}
+                </span>
                 <span class="conversation-meta">
                     <span class=format!("badge status-{}", status.as_str())>
                         {status_label(status)}

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod errors;
 pub mod events;
+pub mod inbox;
 pub mod json;
 pub mod labels;
 pub mod markdown;

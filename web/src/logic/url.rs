@@ -34,6 +34,12 @@ pub fn events_path(id: Uuid) -> String {
     format!("/api/conversations/{id}/events")
 }
 
+/// The REST path of the operator inbox (approvals and statuses of every
+/// conversation, live).
+pub fn inbox_path() -> &'static str {
+    "/api/events"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +75,6 @@ mod tests {
             "what we write we read back"
         );
         assert_eq!(events_path(id), format!("/api/conversations/{ID}/events"));
+        assert_eq!(inbox_path(), "/api/events");
     }
 }
