@@ -2,7 +2,10 @@
 //! and `agent` binaries on the offline model (FR-027, TS-021).
 
 use asg_end2end::{Browser, web_dist};
-use asg_tests::{Agent, AgentOptions, WebServer, testdata};
+use asg_tests::{
+    Agent, AgentOptions, WebServer, approval_uuid, conversation_id, testdata, workspace_root,
+};
+use fantoccini::Locator;
 use serde_json::{Value, json};
 
 struct Stack {
@@ -12,7 +15,11 @@ struct Stack {
 }
 
 async fn stack() -> Stack {
-    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    stack_with(&testdata("agent-resources.yaml")).await
+}
+
+async fn stack_with(config: &std::path::Path) -> Stack {
+    let agent = Agent::start(config, AgentOptions::default()).await;
     let web = WebServer::start(&agent.url, &web_dist());
     let browser = Browser::start().await;
     browser.goto(&web.url).await;
@@ -204,5 +211,139 @@ async fn ts021_proxy_approval_from_agent_b_approved_in_the_browser() {
     let text = serde_json::to_string(&listed).unwrap();
     assert!(text.contains("chain-test"), "B has no chain-test: {listed}");
     let _: Value = listed;
+    browser.close().await;
+}
+
+/// How many elements match `css` now.
+async fn count(browser: &Browser, css: &str) -> usize {
+    browser
+        .client
+        .find_all(Locator::Css(css))
+        .await
+        .map(|found| found.len())
+        .unwrap_or(0)
+}
+
+/// Evaluates a JavaScript expression in the page, as a string.
+async fn page_value(browser: &Browser, expression: &str) -> String {
+    let value = browser
+        .client
+        .execute(&format!("return String({expression});"), vec![])
+        .await
+        .expect("script");
+    value.as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn agent_markdown_renders_and_html_in_it_stays_text() {
+    let Stack {
+        agent: _agent,
+        web: _web,
+        browser,
+    } = stack_with(&workspace_root().join("end2end/testdata/agent-markdown.yaml")).await;
+    browser.send_message("show me markdown").await;
+    let answer = "#messages .message.assistant .content.markdown";
+    browser
+        .wait_text(&format!("{answer} strong"), "Done.")
+        .await;
+    browser
+        .wait_text(&format!("{answer} ul li"), "second item")
+        .await;
+    assert_eq!(count(&browser, &format!("{answer} ul li")).await, 2);
+    browser
+        .wait_text(&format!("{answer} pre code"), "echo markdown-code")
+        .await;
+    // The user's own text is never Markdown.
+    assert_eq!(
+        count(&browser, "#messages .message.user .markdown").await,
+        0
+    );
+
+    browser.send_message("now some html").await;
+    browser
+        .wait_text(answer, "<img src=x onerror=alert(1)> stays text")
+        .await;
+    browser
+        .wait_text(answer, "<script>window.pwned = 1</script>")
+        .await;
+    assert_eq!(count(&browser, "#messages img").await, 0);
+    assert_eq!(count(&browser, "#messages script").await, 0);
+    assert_eq!(
+        count(&browser, "#messages a").await,
+        0,
+        "javascript: link kept"
+    );
+    browser.wait_text(answer, "click me").await;
+    assert_eq!(page_value(&browser, "window.pwned").await, "undefined");
+    browser.screenshot("markdown-and-html-as-text").await;
+
+    browser.send_message("and json").await;
+    let block = "#messages .message.assistant .json-block";
+    let summary = browser
+        .wait_text(&format!("{block} summary"), "object · 2 keys")
+        .await;
+    assert!(summary.contains("{\"count\":2,"), "{summary}");
+    browser
+        .wait_for(&format!("{block} summary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait_text(&format!("{block} pre"), "\"res_2\"")
+        .await;
+    browser.screenshot("json-answer-opened").await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn an_approval_in_another_conversation_reaches_the_counter_and_sidebar_live() {
+    let Stack {
+        agent,
+        web: _web,
+        browser,
+    } = stack().await;
+    browser.send_message("list resources").await;
+    browser
+        .wait_text("#messages .message.assistant", "There are 0 resources")
+        .await;
+    browser.wait_for("#pending-count").await;
+    browser.wait_text("#pending-count", "0").await;
+    browser.wait_for(".pending[data-inbox='live']").await;
+    // Survives only as long as the page is not reloaded.
+    browser
+        .client
+        .execute("window.notReloaded = true; return null;", vec![])
+        .await
+        .unwrap();
+
+    let (status, answer) = agent.say_new("add resource web-1 with value 42").await;
+    assert_eq!(status, 201, "{answer}");
+    let other = conversation_id(&answer);
+    let uuid = approval_uuid(&answer);
+    browser.wait_text("#pending-count", "1").await;
+    let item = format!(".conversation-item[data-id='{other}']");
+    browser
+        .wait_for(&format!("{item}[data-pending='true']"))
+        .await;
+    browser
+        .wait_text(&format!("{item} .badge"), "waiting for approval")
+        .await;
+    browser.wait_for(&format!("{item} .pending-marker")).await;
+    // Still on the first conversation, same page.
+    assert_eq!(count(&browser, "#approval-panel").await, 0);
+    assert_eq!(page_value(&browser, "window.notReloaded").await, "true");
+    browser.screenshot("inbox-pending-elsewhere").await;
+
+    let (status, _) = agent
+        .post(&format!("/approvals/{uuid}"), json!({"approved": true}))
+        .await;
+    assert_eq!(status, 200);
+    browser.wait_text("#pending-count", "0").await;
+    browser
+        .wait_for(&format!("{item}[data-pending='false']"))
+        .await;
+    browser.wait_gone(&format!("{item} .pending-marker")).await;
+    assert_eq!(page_value(&browser, "window.notReloaded").await, "true");
     browser.close().await;
 }
