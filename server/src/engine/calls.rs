@@ -179,7 +179,10 @@ async fn reconcile(
     decision: &RemoteDecision,
     error: A2aError,
 ) -> CallOutcome {
-    let deadline = tokio::time::Instant::now() + agent.timeout();
+    // A forward that timed out usually means a slow sub-agent: wait for
+    // its task to leave `working` well beyond one call's timeout.
+    let window = reconcile_window(agent.timeout());
+    let deadline = tokio::time::Instant::now() + window;
     let task = loop {
         match inner.agents.get_task(agent, task_id, ctx).await {
             Ok(task)
@@ -231,12 +234,21 @@ async fn reconcile(
                 "Sub-agent {} is still working on the decision after {} s; its outcome is not \
                  known yet (it may have run). It was not sent again.",
                 agent.name,
-                agent.timeout().as_secs()
+                window.as_secs()
             ),
             true,
         ),
         other => from_delegation(&agent.name, other),
     }
+}
+
+/// How long a lost forward's outcome is awaited: ten times one call's
+/// timeout, at least a minute, at most half an hour.
+fn reconcile_window(call_timeout: std::time::Duration) -> std::time::Duration {
+    (call_timeout * 10).clamp(
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_secs(1800),
+    )
 }
 
 /// Pause between two `tasks/get` while a sub-agent works on a decision.
