@@ -139,7 +139,9 @@ async fn an_interrupted_approval_is_reported_not_run_again() {
     assert_eq!(result["tool_result"]["is_error"], true);
     let text = result["content"].as_str().unwrap();
     assert!(
-        text.contains("Interrupted") && text.contains("NOT run again") && text.contains("may have run"),
+        text.contains("Interrupted")
+            && text.contains("NOT run again")
+            && text.contains("may have run"),
         "{text}"
     );
     let last = messages.last().unwrap();
