@@ -347,3 +347,39 @@ async fn an_approval_in_another_conversation_reaches_the_counter_and_sidebar_liv
     assert_eq!(page_value(&browser, "window.notReloaded").await, "true");
     browser.close().await;
 }
+
+#[tokio::test]
+async fn the_inbox_reconnects_after_the_agent_restarts() {
+    let Stack {
+        mut agent,
+        web: _web,
+        browser,
+    } = stack().await;
+    browser.wait_for(".pending[data-inbox='live']").await;
+    let port: u16 = agent
+        .url
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse().ok())
+        .expect("agent port");
+    agent.kill();
+    browser.wait_for(".pending[data-inbox='offline']").await;
+    let options = AgentOptions {
+        data_dir: Some(agent.data_dir.clone()),
+        ..Default::default()
+    };
+    let restarted = Agent::start_on_port(&testdata("agent-resources.yaml"), options, port).await;
+    browser.wait_for(".pending[data-inbox='live']").await;
+    let (status, answer) = restarted
+        .say_new("add resource after-restart with value 5")
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    browser.wait_text("#pending-count", "1").await;
+    let other = conversation_id(&answer);
+    browser
+        .wait_for(&format!(
+            ".conversation-item[data-id='{other}'][data-pending='true']"
+        ))
+        .await;
+    browser.close().await;
+}
