@@ -63,6 +63,19 @@ pub struct AgentOptions {
     pub data_dir: Option<PathBuf>,
 }
 
+impl AgentOptions {
+    /// Options with these extra environment variables.
+    pub fn with_env(pairs: &[(&str, &str)]) -> AgentOptions {
+        AgentOptions {
+            env: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
 /// A running `agent` process on a free loopback port.
 pub struct Agent {
     child: Option<Child>,

@@ -10,16 +10,6 @@ use asg_tests::fake_http::{FakeHttp, Reply};
 use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, response_text, testdata};
 use serde_json::{Value, json};
 
-fn env(pairs: &[(&str, &str)]) -> AgentOptions {
-    AgentOptions {
-        env: pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..Default::default()
-    }
-}
-
 async fn resource_agent() -> Agent {
     Agent::start(&testdata("e2e-chain-b.yaml"), AgentOptions::default()).await
 }
@@ -27,7 +17,7 @@ async fn resource_agent() -> Agent {
 async fn delegator_to(url: &str) -> Agent {
     Agent::start(
         &testdata("agent-delegator.yaml"),
-        env(&[("DOWNSTREAM_URL", url)]),
+        AgentOptions::with_env(&[("DOWNSTREAM_URL", url)]),
     )
     .await
 }
@@ -132,7 +122,7 @@ async fn ts026_ts027_pipeline_delegates_through_an_a2a_node() {
     let b = resource_agent().await;
     let a = Agent::start(
         &testdata("e2e-chain-a.yaml"),
-        env(&[("AGENT_B_URL", &b.url)]),
+        AgentOptions::with_env(&[("AGENT_B_URL", &b.url)]),
     )
     .await;
     let (status, listed) = a.say_new("list all resources").await;
@@ -199,7 +189,7 @@ async fn proxy_approval_survives_a_restart_of_both_agents() {
     let mut b = Agent::start(&testdata("e2e-chain-b.yaml"), b_options.clone()).await;
     let a_options = |url: &str| AgentOptions {
         data_dir: Some(a_data.path().to_path_buf()),
-        ..env(&[("DOWNSTREAM_URL", url)])
+        ..AgentOptions::with_env(&[("DOWNSTREAM_URL", url)])
     };
     let mut a = Agent::start(&testdata("agent-delegator.yaml"), a_options(&b.url)).await;
     let (_, answer) = a.say_new("add resource sturdy with value 5").await;
@@ -374,7 +364,8 @@ async fn a_delegation_cycle_is_stopped_by_the_depth_limit() {
             &format!("scripted:{}", testdata("scripted/delegator.yaml").display()),
         );
     std::fs::write(&config, text).unwrap();
-    let options = env(&[("DOWNSTREAM_URL", &format!("http://127.0.0.1:{port}"))]);
+    let options =
+        AgentOptions::with_env(&[("DOWNSTREAM_URL", &format!("http://127.0.0.1:{port}"))]);
     let a = Agent::start_on_port(&config, options, port).await;
     let (status, answer) = a.say_new("hello").await;
     assert_eq!(status, 201, "{answer}");

@@ -22,22 +22,16 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-fn env(pairs: &[(&str, &str)]) -> AgentOptions {
-    AgentOptions {
-        env: pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..Default::default()
-    }
-}
-
 async fn resource_agent(options: AgentOptions) -> Agent {
     Agent::start(&testdata("e2e-chain-b.yaml"), options).await
 }
 
 async fn delegator_to(config: &str, url: &str) -> Agent {
-    Agent::start(&testdata(config), env(&[("DOWNSTREAM_URL", url)])).await
+    Agent::start(
+        &testdata(config),
+        AgentOptions::with_env(&[("DOWNSTREAM_URL", url)]),
+    )
+    .await
 }
 
 /// Polls `check` every 50 ms until it yields a value; panics with `what`
@@ -219,7 +213,11 @@ async fn cancelling_a_task_on_a_rejects_the_sub_agents_approval() {
 /// proxy approval on A (whose forward times out), checks that B ran the
 /// call exactly once, then that A recorded B's result.
 async fn approve_a_slow_call(delay_ms: &str, name: &str) {
-    let b = resource_agent(env(&[("MCP_RESOURCES_DELAY_MS", delay_ms)])).await;
+    let b = resource_agent(AgentOptions::with_env(&[(
+        "MCP_RESOURCES_DELAY_MS",
+        delay_ms,
+    )]))
+    .await;
     let a = delegator_to("gate-delegator-1s.yaml", &b.url).await;
     let (_, answer) = a
         .say_new(&format!("add resource {name} with value 9"))
@@ -421,7 +419,7 @@ async fn a_crash_during_an_approved_call_is_recorded_not_rerun() {
     let data = tempfile::tempdir().unwrap();
     let options = AgentOptions {
         data_dir: Some(data.path().to_path_buf()),
-        ..env(&[("MCP_RESOURCES_DELAY_MS", "3000")])
+        ..AgentOptions::with_env(&[("MCP_RESOURCES_DELAY_MS", "3000")])
     };
     let config = testdata("agent-resources.yaml");
     let mut agent = Agent::start(&config, options.clone()).await;
@@ -509,7 +507,7 @@ async fn a_crash_during_an_approved_call_is_recorded_not_rerun() {
 async fn a_client_hanging_up_does_not_stop_an_approved_call() {
     let agent = Agent::start(
         &testdata("agent-resources.yaml"),
-        env(&[("MCP_RESOURCES_DELAY_MS", "2000")]),
+        AgentOptions::with_env(&[("MCP_RESOURCES_DELAY_MS", "2000")]),
     )
     .await;
     let (_, answer) = agent.say_new("add resource hangup-1 with value 6").await;

@@ -11,12 +11,13 @@ use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use futures::stream::{self, StreamExt};
+use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::AppState;
 use super::error::ApiError;
 use super::extract::parse_uuid;
-use crate::engine::Engine;
+use crate::engine::{Engine, Subscription};
 
 /// Streams a conversation's events.
 #[utoipa::path(get, path = "/conversations/{id}/events", tag = "conversations",
@@ -37,25 +38,46 @@ pub async fn conversations_events(
     let receiver = state.engine.subscribe(id)?;
     let first = snapshot(&state.engine, id).ok_or_else(not_found)?;
     let engine = state.engine.clone();
-    let live = stream::unfold(
-        (receiver, engine),
-        move |(mut receiver, engine)| async move {
+    Ok(live_events(
+        first,
+        receiver,
+        move || snapshot(&engine, id),
+        state.shutdown.clone(),
+    ))
+}
+
+/// An event stream: `first`, then each event received, with `on_lag`'s
+/// fresh state in place of events a slow client missed (`None` ends the
+/// stream); it ends at shutdown. Keeps its subscription (and so its place
+/// among the open streams) until the client goes away.
+pub(crate) fn live_events<E>(
+    first: E,
+    receiver: Subscription<E>,
+    on_lag: impl Fn() -> Option<E> + Send + Sync + 'static,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
+where
+    E: Serialize + Clone + Send + 'static,
+{
+    let on_lag = std::sync::Arc::new(on_lag);
+    let live = stream::unfold(receiver, move |mut receiver| {
+        let on_lag = on_lag.clone();
+        async move {
             let event = match receiver.recv().await {
                 Ok(event) => event,
-                Err(RecvError::Lagged(_)) => snapshot(&engine, id)?,
+                Err(RecvError::Lagged(_)) => on_lag()?,
                 Err(RecvError::Closed) => return None,
             };
-            Some((event, (receiver, engine)))
-        },
-    );
-    let mut shutdown = state.shutdown.clone();
+            Some((event, receiver))
+        }
+    });
     let events = stream::once(async move { first })
         .chain(live)
         .take_until(async move {
             let _ = shutdown.wait_for(|down| *down).await;
         })
         .map(|event| Ok(Event::default().json_data(&event).unwrap_or_default()));
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
 fn snapshot(engine: &Engine, id: uuid::Uuid) -> Option<ConversationEvent> {

@@ -5,17 +5,15 @@
 //! waits now; a client that fell too far behind gets a fresh `pending`.
 
 use std::convert::Infallible;
-use std::time::Duration;
 
 use asg_shared::events::InboxEvent;
 use axum::extract::State;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event, Sse};
 use futures::Stream;
-use futures::stream::{self, StreamExt};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::AppState;
 use super::error::ApiError;
+use super::events::live_events;
 use crate::engine::Engine;
 
 /// Streams the operator inbox.
@@ -31,22 +29,12 @@ pub async fn inbox_events(
     let receiver = state.engine.subscribe_inbox()?;
     let first = pending(&state.engine);
     let engine = state.engine.clone();
-    let live = stream::unfold((receiver, engine), |(mut receiver, engine)| async move {
-        let event = match receiver.recv().await {
-            Ok(event) => event,
-            Err(RecvError::Lagged(_)) => pending(&engine),
-            Err(RecvError::Closed) => return None,
-        };
-        Some((event, (receiver, engine)))
-    });
-    let mut shutdown = state.shutdown.clone();
-    let events = stream::once(async move { first })
-        .chain(live)
-        .take_until(async move {
-            let _ = shutdown.wait_for(|down| *down).await;
-        })
-        .map(|event| Ok(Event::default().json_data(&event).unwrap_or_default()));
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    Ok(live_events(
+        first,
+        receiver,
+        move || Some(pending(&engine)),
+        state.shutdown.clone(),
+    ))
 }
 
 fn pending(engine: &Engine) -> InboxEvent {
