@@ -176,89 +176,20 @@ pub async fn run(
                 );
                 continue;
             }
-            let outcome = match plan {
-                Plan::Run => calls::execute(inner, ctx, &call.name, call.arguments.clone()).await,
-                Plan::RunUnapproved => {
-                    tracing::warn!(node = %node.name, gate = ?inv.gate, tool = %call.name, "destructive tool runs WITHOUT approval (allow_destructive)");
-                    calls::execute(inner, ctx, &call.name, call.arguments.clone()).await
-                }
-                Plan::NotOffered => {
-                    tracing::warn!(node = %node.name, tool = %call.name, "the model called a tool this node was not offered; refused, not run");
-                    done(
-                        format!(
-                            "Refused: {:?} is not one of the tools available here, so it was \
-                             not run. Use only the tools you were given.",
-                            call.name
-                        ),
-                        true,
-                    )
-                }
-                Plan::Skip => done(skipped_text(), true),
-                Plan::Refuse => done(
-                    format!(
-                        "Refused: {} is destructive and needs approval, which cannot be \
-                         given inside this parallel node (allow_destructive is false).",
-                        call.name
-                    ),
-                    true,
-                ),
-                Plan::Exit => {
-                    exit = true;
-                    done("Loop exit requested.".to_string(), false)
-                }
-                Plan::Gate(uuid) => {
-                    let description = inner
-                        .tool(&call.name)
-                        .map(|info| {
-                            approval::describe(&call.name, &info.description, &call.arguments)
-                        })
-                        .unwrap_or_default();
-                    paused = Some(Box::new(PendingApproval {
-                        uuid,
-                        conversation_id,
-                        tool_name: call.name,
-                        tool_args: call.arguments,
-                        description,
-                        created_at: Utc::now(),
-                        call_id: call.id,
-                        node: Some(node.name.clone()),
-                        state: ApprovalState::Pending,
-                        remote_task_id: None,
-                        remote_agent_name: None,
-                        remote_approval_uuid: None,
-                    }));
-                    continue;
-                }
+            let step = Step {
+                inner,
+                ctx,
+                node,
+                gate: &inv.gate,
+                conversation_id,
             };
-            match outcome {
-                CallOutcome::Done { content, is_error } => {
-                    record(
-                        &mut inv.own,
-                        rec,
-                        result_message(&call.id, &call.name, content, is_error),
-                    );
+            match step.perform(call, plan).await {
+                Performed::Result(message) => record(&mut inv.own, rec, message),
+                Performed::Exit(message) => {
+                    exit = true;
+                    record(&mut inv.own, rec, message);
                 }
-                CallOutcome::Remote { agent, approval } if inv.gate == Gate::Approve => {
-                    paused = Some(Box::new(calls::proxy_approval(
-                        conversation_id,
-                        &call.id,
-                        Some(node.name.clone()),
-                        &agent,
-                        approval,
-                    )));
-                }
-                CallOutcome::Remote { agent, approval } => {
-                    let content = format!(
-                        "Sub-agent {agent} asks for approval of {} (its task {}), which cannot be \
-                         given inside this node ({:?}); decide on {agent} directly.",
-                        approval.tool_name, approval.task_id, inv.gate
-                    );
-                    record(
-                        &mut inv.own,
-                        rec,
-                        result_message(&call.id, &call.name, content, true),
-                    );
-                }
+                Performed::Paused(pending) => paused = Some(pending),
             }
         }
         if let Some(pending) = paused {
@@ -278,6 +209,110 @@ pub async fn run(
     record(&mut inv.own, rec, message);
     rec.checkpoint().await?;
     Ok(NodeOutcome::Answered(text))
+}
+
+/// What one planned call produced.
+enum Performed {
+    /// Its result (or refusal) for the model.
+    Result(Message),
+    /// `exit_loop` was called.
+    Exit(Message),
+    /// It stops for a human (a gated call, or a sub-agent's approval).
+    Paused(Box<PendingApproval>),
+}
+
+/// What performing a call needs.
+struct Step<'a> {
+    inner: &'a Inner,
+    ctx: &'a RequestContext,
+    node: &'a LlmNode,
+    gate: &'a Gate,
+    conversation_id: Uuid,
+}
+
+impl Step<'_> {
+    /// Runs, refuses or gates one call as planned.
+    async fn perform(&self, call: LlmToolCall, plan: Plan) -> Performed {
+        let (inner, ctx, node) = (self.inner, self.ctx, self.node);
+        let outcome = match plan {
+            Plan::Run => calls::execute(inner, ctx, &call.name, call.arguments.clone()).await,
+            Plan::RunUnapproved => {
+                tracing::warn!(node = %node.name, gate = ?self.gate, tool = %call.name, "destructive tool runs WITHOUT approval (allow_destructive)");
+                calls::execute(inner, ctx, &call.name, call.arguments.clone()).await
+            }
+            Plan::NotOffered => {
+                tracing::warn!(node = %node.name, tool = %call.name, "the model called a tool this node was not offered; refused, not run");
+                done(
+                    format!(
+                        "Refused: {:?} is not one of the tools available here, so it was \
+                         not run. Use only the tools you were given.",
+                        call.name
+                    ),
+                    true,
+                )
+            }
+            Plan::Skip => done(skipped_text(), true),
+            Plan::Refuse => done(
+                format!(
+                    "Refused: {} is destructive and needs approval, which cannot be \
+                     given inside this parallel node (allow_destructive is false).",
+                    call.name
+                ),
+                true,
+            ),
+            Plan::Exit => {
+                let message =
+                    result_message(&call.id, &call.name, "Loop exit requested.".into(), false);
+                return Performed::Exit(message);
+            }
+            Plan::Gate(uuid) => return Performed::Paused(Box::new(self.gated(uuid, call))),
+        };
+        match outcome {
+            CallOutcome::Done { content, is_error } => {
+                Performed::Result(result_message(&call.id, &call.name, content, is_error))
+            }
+            CallOutcome::Remote { agent, approval } if *self.gate == Gate::Approve => {
+                Performed::Paused(Box::new(calls::proxy_approval(
+                    self.conversation_id,
+                    &call.id,
+                    Some(node.name.clone()),
+                    &agent,
+                    approval,
+                )))
+            }
+            CallOutcome::Remote { agent, approval } => {
+                let content = format!(
+                    "Sub-agent {agent} asks for approval of {} (its task {}), which cannot be \
+                     given inside this node ({:?}); decide on {agent} directly.",
+                    approval.tool_name, approval.task_id, self.gate
+                );
+                Performed::Result(result_message(&call.id, &call.name, content, true))
+            }
+        }
+    }
+
+    /// The approval a gated call waits for.
+    fn gated(&self, uuid: Uuid, call: LlmToolCall) -> PendingApproval {
+        let description = self
+            .inner
+            .tool(&call.name)
+            .map(|info| approval::describe(&call.name, &info.description, &call.arguments))
+            .unwrap_or_default();
+        PendingApproval {
+            uuid,
+            conversation_id: self.conversation_id,
+            tool_name: call.name,
+            tool_args: call.arguments,
+            description,
+            created_at: Utc::now(),
+            call_id: call.id,
+            node: Some(self.node.name.clone()),
+            state: ApprovalState::Pending,
+            remote_task_id: None,
+            remote_agent_name: None,
+            remote_approval_uuid: None,
+        }
+    }
 }
 
 /// How each call of a step is handled. Only the tools offered to the

@@ -129,32 +129,9 @@ impl<'a> Turn<'a> {
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
         self.conversation.turn_in_progress = true;
-        let remote = pending.remote_task_id.is_some();
-        let outcome = if approve {
-            // Durable before the call starts: a crash from here on is
-            // reported as an interruption at restart, never re-run.
-            pending.state = ApprovalState::Executing;
-            self.conversation.pending_approval = Some(pending.clone());
-            self.save().await?;
-            tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
-            if remote {
-                calls::forward_decision(&self.inner, &self.ctx, &pending, true, None).await
-            } else {
-                let args = pending.tool_args.clone();
-                calls::execute(&self.inner, &self.ctx, &pending.tool_name, args).await
-            }
-        } else {
-            tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "rejected");
-            if remote {
-                calls::forward_decision(&self.inner, &self.ctx, &pending, false, reason.as_deref())
-                    .await
-            } else {
-                CallOutcome::Done {
-                    content: approval::rejection_text(reason.as_deref()),
-                    is_error: true,
-                }
-            }
-        };
+        let outcome = self
+            .apply_decision(&mut pending, approve, reason.as_deref())
+            .await?;
         let (content, is_error) = match outcome {
             CallOutcome::Done { content, is_error } => (content, is_error),
             CallOutcome::Remote { agent, approval } if approve => {
@@ -186,51 +163,99 @@ impl<'a> Turn<'a> {
         self.conversation.messages.push(result);
         self.conversation.pending_approval = None;
         self.conversation.status = ConversationStatus::Active;
-        let pipeline = self.conversation.pipeline_state.take();
-        match pipeline {
+        match self.conversation.pipeline_state.take() {
             None => {
                 self.save().await?;
                 self.run_simple().await
             }
-            Some(state) if !approve => {
-                let text = format!(
-                    "Pipeline cancelled: {} was rejected, so the remaining steps did not run.",
-                    pending.tool_name
-                );
-                let mut message = new_message(Role::Assistant, text.clone());
-                message.node = Some(self.inner.tree.root.name().to_string());
-                self.conversation.messages.push(message);
-                self.conversation.turn_in_progress = false;
-                self.save().await?;
-                tracing::info!(path = ?state.paused_node_path, "pipeline cancelled by rejection");
-                Ok(self.outcome(text))
-            }
-            Some(state) => {
-                self.save().await?;
-                let node_name = pending.node.clone().unwrap_or_default();
-                let own = self.conversation.messages[state
-                    .node_messages_from
-                    .min(self.conversation.messages.len())..]
-                    .iter()
-                    .filter(|m| m.node.as_deref() == Some(node_name.as_str()))
-                    .cloned()
-                    .collect();
-                let exec = Exec::new(
-                    self.inner.clone(),
-                    self.ctx.clone(),
-                    self.conversation.id,
-                    state.session_state.clone(),
-                    &state.user_message,
-                    state.loop_iterations.clone(),
-                );
-                let resume = Resume {
-                    path: state.paused_node_path.clone(),
-                    own,
-                    messages_from: state.node_messages_from,
-                };
-                self.run_pipeline(exec, Some(resume)).await
-            }
+            Some(state) if !approve => self.cancel_pipeline(&pending, &state).await,
+            Some(state) => self.resume_pipeline(&pending, &state).await,
         }
+    }
+
+    /// Runs the approved call (saved as `executing` first: a crash from
+    /// here on is reported as an interruption, never re-run), forwards the
+    /// decision of a proxy approval, or records the rejection.
+    async fn apply_decision(
+        &mut self,
+        pending: &mut PendingApproval,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<CallOutcome, EngineError> {
+        let remote = pending.remote_task_id.is_some();
+        if !approve {
+            tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "rejected");
+            if remote {
+                return Ok(
+                    calls::forward_decision(&self.inner, &self.ctx, pending, false, reason).await,
+                );
+            }
+            return Ok(CallOutcome::Done {
+                content: approval::rejection_text(reason),
+                is_error: true,
+            });
+        }
+        pending.state = ApprovalState::Executing;
+        self.conversation.pending_approval = Some(pending.clone());
+        self.save().await?;
+        tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
+        Ok(if remote {
+            calls::forward_decision(&self.inner, &self.ctx, pending, true, None).await
+        } else {
+            let args = pending.tool_args.clone();
+            calls::execute(&self.inner, &self.ctx, &pending.tool_name, args).await
+        })
+    }
+
+    /// A rejection inside a pipeline: the remaining steps do not run.
+    async fn cancel_pipeline(
+        mut self,
+        pending: &PendingApproval,
+        state: &PipelineState,
+    ) -> Result<TurnOutcome, EngineError> {
+        let text = format!(
+            "Pipeline cancelled: {} was rejected, so the remaining steps did not run.",
+            pending.tool_name
+        );
+        let mut message = new_message(Role::Assistant, text.clone());
+        message.node = Some(self.inner.tree.root.name().to_string());
+        self.conversation.messages.push(message);
+        self.conversation.turn_in_progress = false;
+        self.save().await?;
+        tracing::info!(path = ?state.paused_node_path, "pipeline cancelled by rejection");
+        Ok(self.outcome(text))
+    }
+
+    /// Resumes a paused pipeline at the node that asked.
+    async fn resume_pipeline(
+        mut self,
+        pending: &PendingApproval,
+        state: &PipelineState,
+    ) -> Result<TurnOutcome, EngineError> {
+        self.save().await?;
+        let node_name = pending.node.clone().unwrap_or_default();
+        let from = state
+            .node_messages_from
+            .min(self.conversation.messages.len());
+        let own = self.conversation.messages[from..]
+            .iter()
+            .filter(|m| m.node.as_deref() == Some(node_name.as_str()))
+            .cloned()
+            .collect();
+        let exec = Exec::new(
+            self.inner.clone(),
+            self.ctx.clone(),
+            self.conversation.id,
+            state.session_state.clone(),
+            &state.user_message,
+            state.loop_iterations.clone(),
+        );
+        let resume = Resume {
+            path: state.paused_node_path.clone(),
+            own,
+            messages_from: state.node_messages_from,
+        };
+        self.run_pipeline(exec, Some(resume)).await
     }
 
     /// Refuses `pending` and closes the conversation as canceled.
