@@ -282,6 +282,7 @@ async fn approval_policy_changes_destructive_hint() {
         unannotated_is_destructive: true,
         always: vec!["resources_list".into()],
         never: vec!["resources_remove".into()],
+        ..ApprovalConfig::default()
     };
     let registry = ToolRegistry::start(
         &[resources(dir.path(), &[], 10)],

@@ -127,6 +127,42 @@ pub enum ApprovalState {
     Executing,
 }
 
+/// Who did something (raised or decided an approval), as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Actor {
+    /// The principal: the token's `sub`, or an API key's name.
+    pub subject: String,
+    /// Display name, when the token has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The role that allowed the action (`approver`, `admin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Where it came from: `rest`, `a2a` or `web`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+}
+
+/// A decided approval, as recorded on its conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalDecision {
+    /// The approval.
+    pub approval_uuid: Uuid,
+    /// Its tool.
+    pub tool_name: String,
+    /// Approved (true) or rejected/canceled (false).
+    pub approved: bool,
+    /// Who decided.
+    pub decided_by: Actor,
+    /// When.
+    pub decided_at: DateTime<Utc>,
+    /// The reason given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// A destructive call stopped for a human decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -163,6 +199,9 @@ pub struct PendingApproval {
     /// approval only, never to whatever else is pending there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_approval_uuid: Option<String>,
+    /// The principal of the turn that raised it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<Actor>,
 }
 
 /// Where a paused agent-tree run stands, so it can resume after approval.
@@ -210,6 +249,12 @@ pub struct Conversation {
     /// or a shutdown, and is recorded so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn_in_progress: bool,
+    /// The principal that created it (with `auth:` configured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Every decided approval, oldest first: who decided, when, why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<ApprovalDecision>,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.

@@ -287,6 +287,8 @@ mod tests {
             pending_approval: None,
             pipeline_state: None,
             turn_in_progress: false,
+            owner: None,
+            decisions: Vec::new(),
             created_at: now,
             updated_at: now,
         }
@@ -309,6 +311,7 @@ mod tests {
             remote_task_id: Some("remote-1".into()),
             remote_agent_name: Some("agent-b".into()),
             remote_approval_uuid: Some("u-remote".into()),
+            requested_by: None,
         }
     }
 

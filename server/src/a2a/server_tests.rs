@@ -82,9 +82,12 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
             remote_task_id: None,
             remote_agent_name: None,
             remote_approval_uuid: None,
+            requested_by: None,
         }),
         pipeline_state: None,
         turn_in_progress: false,
+        owner: None,
+        decisions: Vec::new(),
         created_at: now,
         updated_at: now,
     };

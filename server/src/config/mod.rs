@@ -4,6 +4,7 @@
 //! name the file, the field path and the problem. Secrets never live here:
 //! they come from the environment (see [`crate::llm::provider`]).
 
+mod auth;
 mod expand;
 pub mod tree;
 
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use auth::{ApiKeyConfig, AuthConfig, OidcConfig};
 pub use expand::expand_env;
 pub use tree::{NodeConfig, NodeKind};
 
@@ -84,6 +86,9 @@ pub struct AgentConfig {
     /// Caps on results, bodies and subscribers.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Who may call the agent; absent: anyone who reaches the port.
+    #[serde(default)]
+    pub auth: AuthConfig,
 }
 
 /// One A2A sub-agent.
@@ -198,6 +203,10 @@ pub struct ApprovalConfig {
     /// Tools that never need approval, whatever their hints.
     #[serde(default)]
     pub never: Vec<String>,
+    /// The principal whose turn raised an approval may not decide it
+    /// (four-eyes).
+    #[serde(default)]
+    pub separate_approver: bool,
 }
 
 impl Default for ApprovalConfig {
@@ -206,6 +215,7 @@ impl Default for ApprovalConfig {
             unannotated_is_destructive: true,
             always: Vec::new(),
             never: Vec::new(),
+            separate_approver: false,
         }
     }
 }
@@ -446,6 +456,7 @@ impl AgentConfig {
             }
         }
         self.validate_limits()?;
+        self.auth.validate()?;
         if self.max_delegation_depth == 0 {
             return Err(("max_delegation_depth".into(), "must be at least 1".into()));
         }

@@ -300,6 +300,7 @@ pub fn proxy_approval(
         remote_task_id: Some(remote.task_id),
         remote_agent_name: Some(agent.to_string()),
         remote_approval_uuid: remote.approval_uuid,
+        requested_by: None,
     }
 }
 

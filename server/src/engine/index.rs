@@ -378,6 +378,8 @@ mod tests {
             pending_approval: None,
             pipeline_state: None,
             turn_in_progress: false,
+            owner: None,
+            decisions: Vec::new(),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
         };

@@ -311,6 +311,7 @@ impl Step<'_> {
             remote_task_id: None,
             remote_agent_name: None,
             remote_approval_uuid: None,
+            requested_by: None,
         }
     }
 }

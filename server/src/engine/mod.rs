@@ -490,6 +490,8 @@ async fn create_turn(
         pending_approval: None,
         pipeline_state: None,
         turn_in_progress: false,
+        owner: None,
+        decisions: Vec::new(),
         created_at: now,
         updated_at: now,
     };

@@ -168,6 +168,7 @@ mod tests {
             remote_task_id: Some("t1".into()),
             remote_agent_name: Some("b".into()),
             remote_approval_uuid: Some("x".into()),
+            requested_by: None,
         }
     }
 

@@ -313,6 +313,7 @@ impl Exec {
                 remote_task_id: None,
                 remote_agent_name: None,
                 remote_approval_uuid: None,
+                requested_by: None,
             }));
         }
         let outcome = match (&gate, destructive) {

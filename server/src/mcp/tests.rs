@@ -61,6 +61,7 @@ fn policy_knobs_override_hints() {
         unannotated_is_destructive: true,
         always: vec!["s".into()],
         never: vec!["d".into(), "b".into()],
+        ..ApprovalConfig::default()
     };
     assert!(needs_approval(
         &tool("s", Some(ToolAnnotations::new().destructive(false))),

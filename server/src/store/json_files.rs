@@ -230,6 +230,8 @@ mod tests {
             pending_approval: None,
             pipeline_state: None,
             turn_in_progress: false,
+            owner: None,
+            decisions: Vec::new(),
             created_at: now,
             updated_at: now,
         }

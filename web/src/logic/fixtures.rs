@@ -67,6 +67,8 @@ pub fn conversation(messages: Vec<Message>, updated: i64) -> Conversation {
         pending_approval: None,
         pipeline_state: None,
         turn_in_progress: false,
+        owner: None,
+        decisions: Vec::new(),
         created_at: at(0),
         updated_at: at(updated),
     }
@@ -90,5 +92,6 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
         remote_task_id: None,
         remote_agent_name: None,
         remote_approval_uuid: None,
+        requested_by: None,
     }
 }

@@ -182,6 +182,7 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
             remote_task_id: None,
             remote_agent_name: None,
             remote_approval_uuid: None,
+            requested_by: None,
         });
         status = ConversationStatus::WaitingApproval;
     } else {
@@ -201,6 +202,8 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
         pending_approval,
         pipeline_state: None,
         turn_in_progress: false,
+        owner: None,
+        decisions: Vec::new(),
         created_at: created,
         updated_at,
     }

@@ -1,0 +1,115 @@
+//! `auth:` section: who may call the agent, and with which roles.
+//! Secrets are not here: an API key's value comes from the environment
+//! variable its entry names.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// `auth:`. Absent: every request is accepted (the keyless demo).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// JWT bearer tokens from an OpenID Connect provider.
+    #[serde(default)]
+    pub oidc: Option<OidcConfig>,
+    /// Static keys for services and scripts.
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeyConfig>,
+    /// Our role → the IdP group or role names that grant it.
+    #[serde(default)]
+    pub role_map: BTreeMap<String, Vec<String>>,
+}
+
+/// `auth.oidc`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The provider; discovery at `{issuer}/.well-known/openid-configuration`.
+    pub issuer: String,
+    /// The required `aud`.
+    pub audience: String,
+    /// The claim holding roles or groups (a list or a space-separated
+    /// string).
+    #[serde(default = "default_roles_claim")]
+    pub roles_claim: String,
+}
+
+/// One `auth.api_keys` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// Who the key stands for (recorded as the subject).
+    pub name: String,
+    /// The environment variable holding the key.
+    pub key_env: String,
+    /// Its roles.
+    #[serde(default)]
+    pub roles: Vec<String>,
+}
+
+fn default_roles_claim() -> String {
+    "roles".to_string()
+}
+
+/// The roles an entry may name.
+pub const KNOWN_ROLES: [&str; 2] = ["approver", "admin"];
+
+impl AuthConfig {
+    /// Checks names, URLs and roles; the error names the field.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if let Some(oidc) = &self.oidc {
+            if !(oidc.issuer.starts_with("https://") || oidc.issuer.starts_with("http://")) {
+                return Err((
+                    "auth.oidc.issuer".into(),
+                    format!("must be an http(s) URL, got {:?}", oidc.issuer),
+                ));
+            }
+            if oidc.audience.trim().is_empty() {
+                return Err(("auth.oidc.audience".into(), "must not be empty".into()));
+            }
+            if oidc.roles_claim.trim().is_empty() {
+                return Err(("auth.oidc.roles_claim".into(), "must not be empty".into()));
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (i, key) in self.api_keys.iter().enumerate() {
+            let field = format!("auth.api_keys[{i}]");
+            if key.name.trim().is_empty() {
+                return Err((format!("{field}.name"), "must not be empty".into()));
+            }
+            if !names.insert(key.name.as_str()) {
+                return Err((
+                    format!("{field}.name"),
+                    format!("duplicate API key name {:?}", key.name),
+                ));
+            }
+            if key.key_env.trim().is_empty() {
+                return Err((format!("{field}.key_env"), "must not be empty".into()));
+            }
+            check_roles(&format!("{field}.roles"), &key.roles)?;
+        }
+        for role in self.role_map.keys() {
+            check_roles("auth.role_map", std::slice::from_ref(role))?;
+        }
+        Ok(())
+    }
+
+    /// True when any credential is configured.
+    pub fn enabled(&self) -> bool {
+        self.oidc.is_some() || !self.api_keys.is_empty()
+    }
+}
+
+fn check_roles(field: &str, roles: &[String]) -> Result<(), (String, String)> {
+    match roles.iter().find(|r| !KNOWN_ROLES.contains(&r.as_str())) {
+        Some(role) => Err((
+            field.to_string(),
+            format!(
+                "unknown role {role:?}; roles are {} (every authenticated caller may chat)",
+                KNOWN_ROLES.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
