@@ -60,6 +60,23 @@ sdk_venv target/a2a-sdk-v1 1.3.0
 # serves protocol v1.0).
 sdk_venv target/a2a-sdk-v03 0.3.26 uvicorn
 
+step "npm packages of the OpenID Connect test provider (tests/oidc, oidc-provider)"
+# The auth tests start a real OpenID Connect provider: tests/oidc/provider.js
+# on the machine's Node (>= 20.18). `npm ci` installs exactly the committed
+# lock file; a hash of it in node_modules says the install is current.
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)' 2>/dev/null; then
+  echo "Node.js >= 20.18 is needed for tests/oidc (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+oidc_lock_hash=$(sha256sum tests/oidc/package-lock.json | cut -d' ' -f1)
+if [ -d tests/oidc/node_modules/oidc-provider ] \
+  && [ "$(cat tests/oidc/node_modules/.asg-lock-sha256 2>/dev/null)" = "$oidc_lock_hash" ]; then
+  echo "tests/oidc/node_modules is up to date"
+else
+  (cd tests/oidc && npm ci --no-audit --no-fund)
+  echo "$oidc_lock_hash" > tests/oidc/node_modules/.asg-lock-sha256
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -5,6 +5,7 @@
 //! (fast when up to date), so `cargo test` alone always tests fresh code.
 
 pub mod fake_http;
+pub mod oidc;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,670 @@
+//! A real OpenID Connect provider for the tests: `tests/oidc/provider.js`
+//! (the `oidc-provider` npm package, OpenID Certified) on a loopback port.
+//!
+//! Users (`alice`, `bob`, ...; see [`USERS`]) are confidential clients with
+//! the client_credentials grant, so a test gets a signed JWT access token
+//! with one POST to the token endpoint ([`OidcProvider::token`]). The
+//! browser client [`WEB_CLIENT_ID`] signs users in through the provider's
+//! development login pages (any user name, any password).
+//!
+//! `scripts/test.sh` installs the npm packages (`npm ci` in `tests/oidc`).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::{listening_port, workspace_root};
+
+/// The audience of the default resource: the agent's `auth.oidc.audience`.
+pub const AUDIENCE: &str = "agent-stop-and-go";
+/// Another audience, for wrong-audience tests.
+pub const OTHER_AUDIENCE: &str = "other-api";
+/// The browser client (authorization code + PKCE, confidential).
+pub const WEB_CLIENT_ID: &str = "asg-web";
+/// Its secret unless [`OidcOptions::web_client_secret`] says otherwise.
+pub const WEB_CLIENT_SECRET: &str = "asg-web-test-secret";
+/// Scopes the browser client may request.
+pub const WEB_SCOPES: &[&str] = &["openid", "profile", "email", "offline_access"];
+/// Lifetime of [`OidcProvider::short_lived_token`] tokens, in seconds.
+pub const SHORT_LIVED_TTL: u64 = 1;
+
+/// The test users: (name = `sub`, roles, display name = `name`), as in
+/// `tests/oidc/provider.js`. Their `roles` (and `groups`) claim is a JSON
+/// list, except `frank`'s: one space-separated string ("approver sre").
+/// `erin`'s tokens are signed with ES256, everyone else's with RS256.
+/// Any other name can sign in through the login page, with no roles.
+pub const USERS: &[(&str, &[&str], &str)] = &[
+    ("alice", &["approver"], "Alice Approver"),
+    ("bob", &[], "Bob User"),
+    ("carol", &["sre"], "Carol SRE"),
+    ("dana", &["admin"], "Dana Admin"),
+    ("erin", &["approver"], "Erin Approver"),
+    ("frank", &["approver", "sre"], "Frank Spaced"),
+    ("grace", &["approver"], "Grace Approver"),
+];
+
+/// The client secret of a test user's client.
+pub fn user_secret(user: &str) -> String {
+    format!("{user}-secret")
+}
+
+/// The resource indicator (RFC 8707) for tokens with `aud` = `audience`,
+/// optionally signed with `alg` (RS256 or ES256) and living `ttl`
+/// seconds. An argument already starting with `urn:` is taken as is.
+pub fn resource(audience: &str, alg: Option<&str>, ttl: Option<u64>) -> String {
+    if audience.starts_with("urn:") {
+        return audience.to_string();
+    }
+    let mut query = Vec::new();
+    if let Some(alg) = alg {
+        query.push(format!("alg={alg}"));
+    }
+    if let Some(ttl) = ttl {
+        query.push(format!("ttl={ttl}"));
+    }
+    if query.is_empty() {
+        format!("urn:asg:{audience}")
+    } else {
+        format!("urn:asg:{audience}?{}", query.join("&"))
+    }
+}
+
+/// Options for [`OidcProvider::start_with`].
+#[derive(Debug, Clone, Default)]
+pub struct OidcOptions {
+    /// Port to listen on (0: any free port; see [`free_port`]).
+    pub port: u16,
+    /// Redirect URIs of the browser client [`WEB_CLIENT_ID`].
+    pub redirect_uris: Vec<String>,
+    /// Its post-logout redirect URIs (RP-initiated logout).
+    pub post_logout_redirect_uris: Vec<String>,
+    /// Register the browser client as an RFC 8252 native client, so a
+    /// `http://127.0.0.1/...` redirect URI matches any port: for tests that
+    /// start the web server after the provider.
+    pub loopback_any_port: bool,
+    /// Lifetime of the browser client's access tokens (default 300 s).
+    pub web_access_token_ttl: Option<u64>,
+    /// The browser client's secret (default [`WEB_CLIENT_SECRET`]).
+    pub web_client_secret: Option<String>,
+    /// The browser client's token endpoint auth method (default
+    /// `client_secret_basic`; `client_secret_post` also works).
+    pub web_token_endpoint_auth_method: Option<String>,
+}
+
+/// A free loopback port (bound, then released): to know the issuer before
+/// the provider runs, e.g. to start an agent while the provider is down.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free loopback port")
+}
+
+/// A running `tests/oidc/provider.js`; killed on drop.
+pub struct OidcProvider {
+    /// `http://127.0.0.1:PORT`: the issuer (no trailing slash).
+    pub issuer: String,
+    /// Its port.
+    pub port: u16,
+    /// The browser client's secret.
+    pub web_client_secret: String,
+    options: OidcOptions,
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    log: Arc<Mutex<String>>,
+    keys_dir: tempfile::TempDir,
+    http: reqwest::Client,
+}
+
+impl OidcProvider {
+    /// Starts the provider on a free port with default options.
+    pub async fn start() -> OidcProvider {
+        OidcProvider::start_with(OidcOptions::default()).await
+    }
+
+    /// Starts the provider and waits until its discovery document answers.
+    /// Panics, saying to run `scripts/test.sh`, when Node.js or the npm
+    /// packages are missing.
+    pub async fn start_with(options: OidcOptions) -> OidcProvider {
+        let keys_dir = tempfile::tempdir().expect("temp dir");
+        let mut provider = OidcProvider {
+            issuer: String::new(),
+            port: options.port,
+            web_client_secret: options
+                .web_client_secret
+                .clone()
+                .unwrap_or_else(|| WEB_CLIENT_SECRET.to_string()),
+            options,
+            child: None,
+            stdin: None,
+            log: Arc::new(Mutex::new(String::new())),
+            keys_dir,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("http client"),
+        };
+        provider.spawn().await;
+        provider
+    }
+
+    fn keys_file(&self) -> PathBuf {
+        self.keys_dir.path().join("jwks.json")
+    }
+
+    async fn spawn(&mut self) {
+        let dir = workspace_root().join("tests").join("oidc");
+        let script = dir.join("provider.js");
+        if !dir.join("node_modules").join("oidc-provider").is_dir() {
+            panic!(
+                "the OpenID Connect test provider's npm packages are not installed \
+                 ({}/node_modules/oidc-provider is missing): run scripts/test.sh \
+                 (or `npm ci` in tests/oidc)",
+                dir.display()
+            );
+        }
+        let mut command = Command::new("node");
+        command
+            .arg(&script)
+            .args(["--port", &self.port.to_string()])
+            .arg("--keys-file")
+            .arg(self.keys_file())
+            .current_dir(&dir)
+            .env("OIDC_EXIT_ON_STDIN_EOF", "1")
+            .env("OIDC_WEB_CLIENT_SECRET", &self.web_client_secret)
+            .env_remove("OIDC_PORT")
+            .env_remove("OIDC_WEB_REDIRECT_URIS")
+            .env_remove("OIDC_WEB_POST_LOGOUT_REDIRECT_URIS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for uri in &self.options.redirect_uris {
+            command.args(["--redirect-uri", uri]);
+        }
+        for uri in &self.options.post_logout_redirect_uris {
+            command.args(["--post-logout-redirect-uri", uri]);
+        }
+        if self.options.loopback_any_port {
+            command.arg("--loopback-any-port");
+        }
+        if let Some(ttl) = self.options.web_access_token_ttl {
+            command.env("OIDC_WEB_ACCESS_TOKEN_TTL", ttl.to_string());
+        }
+        if let Some(method) = &self.options.web_token_endpoint_auth_method {
+            command.env("OIDC_WEB_TOKEN_ENDPOINT_AUTH_METHOD", method);
+        }
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => panic!(
+                "cannot run `node` for the OpenID Connect test provider ({e}): \
+                 install Node.js >= 20.18 and run scripts/test.sh"
+            ),
+        };
+        let (port_tx, port_rx) = std::sync::mpsc::channel::<u16>();
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let log = self.log.clone();
+            let port_tx = port_tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if line.starts_with("oidc provider listening on")
+                        && let Some(port) = listening_port(&line)
+                    {
+                        let _ = port_tx.send(port);
+                    }
+                    if let Ok(mut log) = log.lock() {
+                        log.push_str(&line);
+                        log.push('\n');
+                    }
+                }
+            });
+        }
+        drop(port_tx);
+        self.stdin = child.stdin.take();
+        self.child = Some(child);
+        let port = match port_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(port) => port,
+            Err(_) => {
+                self.kill();
+                std::thread::sleep(Duration::from_millis(200));
+                panic!(
+                    "the OpenID Connect test provider did not start; its output:\n{}",
+                    self.log()
+                );
+            }
+        };
+        self.port = port;
+        self.issuer = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = self.http.get(self.discovery_url()).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "the OpenID Connect test provider's discovery document never answered; log:\n{}",
+                    self.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stops the process (SIGKILL); the port is free afterwards.
+    pub fn kill(&mut self) {
+        self.stdin = None;
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Restarts on the same port (and issuer). With `keep_keys` the signing
+    /// keys stay (tokens issued before remain valid); without, new keys with
+    /// new `kid`s replace them, as in a key rotation.
+    pub async fn restart(&mut self, keep_keys: bool) {
+        self.kill();
+        if !keep_keys {
+            let _ = std::fs::remove_file(self.keys_file());
+        }
+        self.spawn().await;
+    }
+
+    /// Everything the process printed so far.
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// `{issuer}/.well-known/openid-configuration`.
+    pub fn discovery_url(&self) -> String {
+        format!("{}/.well-known/openid-configuration", self.issuer)
+    }
+
+    /// The discovery document.
+    pub async fn discovery(&self) -> Value {
+        self.get_json(&self.discovery_url()).await
+    }
+
+    /// The public key set (from the discovery document's `jwks_uri`).
+    pub async fn jwks(&self) -> Value {
+        let discovery = self.discovery().await;
+        let uri = discovery["jwks_uri"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no jwks_uri in {discovery}"));
+        self.get_json(uri).await
+    }
+
+    async fn get_json(&self, url: &str) -> Value {
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        assert!(response.status().is_success(), "GET {url}: {response:?}");
+        response
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: not JSON: {e}"))
+    }
+
+    /// `{issuer}/token`.
+    pub fn token_endpoint(&self) -> String {
+        format!("{}/token", self.issuer)
+    }
+
+    /// An access token for `user` with `aud` = [`AUDIENCE`] (RS256, or
+    /// ES256 for `erin`; 300 s).
+    pub async fn token(&self, user: &str) -> String {
+        self.token_for_resource(user, AUDIENCE).await
+    }
+
+    /// An access token for `user` with `aud` = `audience` (e.g.
+    /// [`OTHER_AUDIENCE`]), or for a full resource indicator from
+    /// [`resource`].
+    pub async fn token_for_resource(&self, user: &str, audience: &str) -> String {
+        self.token_with(user, &resource(audience, None, None)).await
+    }
+
+    /// An access token for `user` (aud [`AUDIENCE`]) that expires
+    /// [`SHORT_LIVED_TTL`] seconds after it is issued.
+    pub async fn short_lived_token(&self, user: &str) -> String {
+        self.token_with(user, &resource(AUDIENCE, None, Some(SHORT_LIVED_TTL)))
+            .await
+    }
+
+    /// An access token for `user` (aud [`AUDIENCE`]) signed with `alg`
+    /// (RS256 or ES256).
+    pub async fn token_signed_with(&self, user: &str, alg: &str) -> String {
+        self.token_with(user, &resource(AUDIENCE, Some(alg), None))
+            .await
+    }
+
+    /// An access token for `user` for a resource indicator (see
+    /// [`resource`]); panics unless the provider issues one.
+    pub async fn token_with(&self, user: &str, resource: &str) -> String {
+        let (status, body) = self
+            .token_request(user, &user_secret(user), Some(resource))
+            .await;
+        assert_eq!(status, 200, "token for {user} ({resource}): {body}");
+        body["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no access_token in {body}"))
+            .to_string()
+    }
+
+    /// The raw client_credentials token request: status and JSON answer.
+    pub async fn token_request(
+        &self,
+        client_id: &str,
+        secret: &str,
+        resource: Option<&str>,
+    ) -> (u16, Value) {
+        let mut form = vec![("grant_type", "client_credentials")];
+        if let Some(resource) = resource {
+            form.push(("resource", resource));
+        }
+        self.post_token(client_id, secret, &form).await
+    }
+
+    /// POSTs a form to the token endpoint with HTTP Basic client auth.
+    pub async fn post_token(
+        &self,
+        client_id: &str,
+        secret: &str,
+        form: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let response = self
+            .http
+            .post(self.token_endpoint())
+            .basic_auth(form_encode(client_id), Some(form_encode(secret)))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form_body(form))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {}: {e}", self.token_endpoint()));
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    /// An authorization request URL for the browser client, with PKCE
+    /// (S256), `state` and `nonce`.
+    pub fn authorize_url(&self, redirect_uri: &str, challenge: &str, state: &str) -> String {
+        format!(
+            "{}/auth?{}",
+            self.issuer,
+            form_body(&[
+                ("client_id", WEB_CLIENT_ID),
+                ("response_type", "code"),
+                ("scope", &WEB_SCOPES.join(" ")),
+                ("redirect_uri", redirect_uri),
+                ("state", state),
+                ("nonce", &format!("nonce-{state}")),
+                ("code_challenge", challenge),
+                ("code_challenge_method", "S256"),
+            ])
+        )
+    }
+
+    /// Signs `user` in through the development login and consent pages
+    /// without a browser, following redirects from `authorize_url` (any
+    /// authorization request, e.g. the one the web server redirects to)
+    /// until they leave the provider. Returns that URL: the client's
+    /// redirect URI with `code`, `state` and `iss` (or an `error`).
+    pub async fn sign_in(&self, authorize_url: &str, user: &str) -> String {
+        let mut cookies: BTreeMap<String, String> = BTreeMap::new();
+        let mut url = authorize_url.to_string();
+        let mut form: Option<Vec<(&str, &str)>> = None;
+        for _ in 0..20 {
+            let request = match form.take() {
+                Some(form) => self
+                    .http
+                    .post(&url)
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(form_body(&form)),
+                None => self.http.get(&url),
+            };
+            let response = request
+                .header("cookie", cookie_header(&cookies))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("sign-in at {url}: {e}"));
+            for value in response.headers().get_all("set-cookie") {
+                let value = value.to_str().unwrap_or_default();
+                let pair = value.split(';').next().unwrap_or_default();
+                if let Some((name, value)) = pair.split_once('=') {
+                    cookies.insert(name.trim().to_string(), value.trim().to_string());
+                }
+            }
+            let status = response.status();
+            if status.is_redirection() {
+                let location = response
+                    .headers()
+                    .get("location")
+                    .and_then(|l| l.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string();
+                let next = if location.starts_with('/') {
+                    format!("{}{location}", self.issuer)
+                } else {
+                    location
+                };
+                if !next.starts_with(&format!("{}/", self.issuer)) {
+                    return next;
+                }
+                url = next;
+                continue;
+            }
+            let body = response.text().await.unwrap_or_default();
+            assert!(
+                status.is_success(),
+                "sign-in at {url}: {status}: {body}\nprovider log:\n{}",
+                self.log()
+            );
+            if body.contains(r#"name="prompt" value="login""#) {
+                form = Some(vec![
+                    ("prompt", "login"),
+                    ("login", user),
+                    ("password", "test"),
+                ]);
+            } else if body.contains(r#"name="prompt" value="consent""#) {
+                form = Some(vec![("prompt", "consent")]);
+            } else {
+                panic!("sign-in at {url}: unexpected page:\n{body}");
+            }
+        }
+        panic!("sign-in from {authorize_url}: too many redirects");
+    }
+
+    /// Exchanges an authorization code of the browser client (with the
+    /// PKCE verifier); the token response.
+    pub async fn exchange_code(&self, code: &str, redirect_uri: &str, verifier: &str) -> Value {
+        let (status, body) = self
+            .post_token(
+                WEB_CLIENT_ID,
+                &self.web_client_secret,
+                &[
+                    ("grant_type", "authorization_code"),
+                    ("code", code),
+                    ("redirect_uri", redirect_uri),
+                    ("code_verifier", verifier),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "code exchange: {body}");
+        body
+    }
+
+    /// Uses a refresh token of the browser client; status and answer.
+    pub async fn refresh(&self, refresh_token: &str) -> (u16, Value) {
+        self.post_token(
+            WEB_CLIENT_ID,
+            &self.web_client_secret,
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh_token),
+            ],
+        )
+        .await
+    }
+}
+
+impl Drop for OidcProvider {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A PKCE pair (verifier, S256 challenge). The challenge is computed by
+/// Node.js, which the provider needs anyway.
+pub fn pkce_pair() -> (String, String) {
+    let verifier = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let output = Command::new("node")
+        .args([
+            "-e",
+            "process.stdout.write(require('crypto').createHash('sha256')\
+             .update(process.argv[1]).digest('base64url'))",
+            &verifier,
+        ])
+        .output()
+        .expect("cannot run node for the PKCE challenge");
+    assert!(output.status.success(), "node: {output:?}");
+    (
+        verifier,
+        String::from_utf8(output.stdout).expect("challenge is text"),
+    )
+}
+
+/// A query parameter of a URL (percent-decoded).
+pub fn query_param(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    let query = query.split('#').next().unwrap_or_default();
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (form_decode(k) == name).then(|| form_decode(v))
+    })
+}
+
+/// The decoded header of a JWT (no signature check).
+pub fn jwt_header(token: &str) -> Value {
+    jwt_part(token, 0)
+}
+
+/// The decoded claims of a JWT (no signature check).
+pub fn jwt_claims(token: &str) -> Value {
+    jwt_part(token, 1)
+}
+
+fn jwt_part(token: &str, index: usize) -> Value {
+    let part = token
+        .split('.')
+        .nth(index)
+        .unwrap_or_else(|| panic!("not a JWT: {token}"));
+    let bytes = base64url_decode(part).unwrap_or_else(|| panic!("not base64url: {part}"));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("JWT part {index} is not JSON: {e}"))
+}
+
+/// Decodes unpadded (or padded) base64url.
+pub fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut buffer = 0u32;
+    let mut bits = 0;
+    for c in text.trim_end_matches('=').bytes() {
+        let value = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        buffer = (buffer << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+fn cookie_header(cookies: &BTreeMap<String, String>) -> String {
+    cookies
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `application/x-www-form-urlencoded` encoding of one value.
+pub fn form_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+fn form_decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn form_body(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
