@@ -1,0 +1,262 @@
+//! Who is calling: every request's credential becomes a [`Principal`]
+//! (JWT bearer tokens from an OpenID Connect provider, or static API
+//! keys), and [`policy`] decides what that principal may do.
+//!
+//! Without an `auth:` section every request is the anonymous principal
+//! with every role: the keyless demo, as before. Credentials are never
+//! logged, stored or echoed; errors name the problem, not the token.
+
+pub mod oidc;
+pub mod policy;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, header};
+use subtle::ConstantTimeEq;
+
+use crate::config::AuthConfig;
+use oidc::OidcVerifier;
+
+/// A role beyond chatting (every authenticated principal may chat).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// May list all pending approvals, read conversations with approvals
+    /// and decide approvals.
+    Approver,
+    /// May read and list everything.
+    Admin,
+}
+
+impl Role {
+    /// The configuration name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Approver => "approver",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// A configuration name as a role.
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "approver" => Some(Role::Approver),
+            "admin" => Some(Role::Admin),
+            _ => None,
+        }
+    }
+}
+
+/// How a principal authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// No `auth:` configured: anyone who reaches the port.
+    Anonymous,
+    /// An OpenID Connect access token (forwarded downstream).
+    Token,
+    /// A static API key (never forwarded).
+    ApiKey,
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// Token `sub`, or the API key entry's name.
+    pub subject: String,
+    /// Display name (`name` or `preferred_username` claim).
+    pub name: Option<String>,
+    /// Roles beyond chatting.
+    pub roles: BTreeSet<Role>,
+    /// How it authenticated.
+    pub credential: Credential,
+}
+
+impl Principal {
+    /// The caller when no `auth:` is configured: every role.
+    pub fn anonymous() -> Principal {
+        Principal {
+            subject: "anonymous".into(),
+            name: None,
+            roles: [Role::Approver, Role::Admin].into_iter().collect(),
+            credential: Credential::Anonymous,
+        }
+    }
+
+    /// Has `role`.
+    pub fn has(&self, role: Role) -> bool {
+        self.roles.contains(&role)
+    }
+
+    /// Authentication is off for this caller.
+    pub fn is_anonymous(&self) -> bool {
+        self.credential == Credential::Anonymous
+    }
+}
+
+/// Why a request has no principal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No credential at all.
+    #[error("authentication required: send Authorization: Bearer <token> or X-API-Key: <key>")]
+    Missing,
+    /// A credential that is not valid; says why.
+    #[error("invalid credentials: {0}")]
+    Invalid(String),
+    /// The provider's keys cannot be read right now.
+    #[error("the identity provider's signing keys cannot be read right now ({0}); retry shortly")]
+    Unavailable(String),
+}
+
+/// One configured API key.
+struct ApiKey {
+    name: String,
+    key: Vec<u8>,
+    roles: BTreeSet<Role>,
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("name", &self.name)
+            .field("key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Turns request credentials into principals.
+#[derive(Debug, Clone)]
+pub struct Authenticator {
+    inner: Option<Arc<Configured>>,
+}
+
+#[derive(Debug)]
+struct Configured {
+    oidc: Option<OidcVerifier>,
+    api_keys: Vec<ApiKey>,
+}
+
+impl Authenticator {
+    /// No authentication: every request is [`Principal::anonymous`].
+    pub fn disabled() -> Authenticator {
+        Authenticator { inner: None }
+    }
+
+    /// From `auth:`; API keys are read from their environment variables
+    /// now (a missing or short one is a startup error naming the
+    /// variable).
+    pub fn from_config(
+        config: &AuthConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Authenticator, String> {
+        if !config.enabled() {
+            return Ok(Authenticator::disabled());
+        }
+        let mut api_keys = Vec::new();
+        for entry in &config.api_keys {
+            let key = env(&entry.key_env)
+                .map(|k| k.trim().to_string())
+                .filter(|k| !k.is_empty())
+                .ok_or_else(|| {
+                    format!(
+                        "auth.api_keys {:?} needs the environment variable {}",
+                        entry.name, entry.key_env
+                    )
+                })?;
+            if key.len() < 16 {
+                return Err(format!(
+                    "auth.api_keys {:?}: the key in {} is shorter than 16 characters",
+                    entry.name, entry.key_env
+                ));
+            }
+            api_keys.push(ApiKey {
+                name: entry.name.clone(),
+                key: key.into_bytes(),
+                roles: entry.roles.iter().filter_map(|r| Role::parse(r)).collect(),
+            });
+        }
+        let oidc = config
+            .oidc
+            .as_ref()
+            .map(|oidc| OidcVerifier::new(oidc, &config.role_map));
+        Ok(Authenticator {
+            inner: Some(Arc::new(Configured { oidc, api_keys })),
+        })
+    }
+
+    /// True when credentials are required.
+    pub fn enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// Starts reading the provider's keys in the background, so the first
+    /// request does not wait (a provider that is down is not fatal).
+    pub fn warm_up(&self) {
+        if let Some(oidc) = self.inner.as_ref().and_then(|c| c.oidc.clone()) {
+            tokio::spawn(async move { oidc.warm_up().await });
+        }
+    }
+
+    /// The principal of a request.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
+        let Some(configured) = &self.inner else {
+            return Ok(Principal::anonymous());
+        };
+        if let Some(key) = header_text(headers, "x-api-key") {
+            return configured.api_key(key);
+        }
+        let token = bearer(headers).ok_or(AuthError::Missing)?;
+        if let Ok(principal) = configured.api_key(token) {
+            return Ok(principal);
+        }
+        match &configured.oidc {
+            Some(oidc) if looks_like_jwt(token) => oidc.verify(token).await,
+            Some(_) => Err(AuthError::Invalid(
+                "the bearer credential is neither a JWT nor a known API key".into(),
+            )),
+            None => Err(AuthError::Invalid("unknown API key".into())),
+        }
+    }
+}
+
+impl Configured {
+    /// Compares with every key in constant time.
+    fn api_key(&self, presented: &str) -> Result<Principal, AuthError> {
+        let presented = presented.as_bytes();
+        let mut found = None;
+        for key in &self.api_keys {
+            if bool::from(key.key.ct_eq(presented)) {
+                found = Some(key);
+            }
+        }
+        let key = found.ok_or_else(|| AuthError::Invalid("unknown API key".into()))?;
+        Ok(Principal {
+            subject: key.name.clone(),
+            name: None,
+            roles: key.roles.clone(),
+            credential: Credential::ApiKey,
+        })
+    }
+}
+
+fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// The token of `Authorization: Bearer <token>`.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn looks_like_jwt(token: &str) -> bool {
+    token.split('.').count() == 3
+}
+
+#[cfg(test)]
+mod tests;

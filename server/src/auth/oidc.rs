@@ -1,0 +1,330 @@
+//! JWT bearer tokens from an OpenID Connect provider: discovery of the
+//! key set, a cached JWKS (read again, at most every
+//! [`REFETCH_INTERVAL`], when a token names an unknown key), and
+//! validation with `jsonwebtoken`: signature, `iss`, `aud`, `exp`/`nbf`
+//! with [`LEEWAY_SECS`] of clock skew.
+//!
+//! Only asymmetric algorithms are accepted, and only those of the key's
+//! own type (an RSA key verifies RS*/PS*, an EC key ES*): `alg: none` and
+//! an HMAC token "signed" with a public key never verify.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
+use serde_json::Value;
+
+use super::{AuthError, Credential, Principal, Role};
+use crate::config::OidcConfig;
+
+/// Clock skew allowed on `exp` and `nbf`.
+pub const LEEWAY_SECS: u64 = 30;
+/// Least time between two key-set reads.
+pub const REFETCH_INTERVAL: Duration = Duration::from_secs(10);
+/// Longest a discovery or key-set request may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Verifies tokens of one provider; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct OidcVerifier {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    issuer: String,
+    audience: String,
+    roles_claim: String,
+    /// IdP group or role name → our role.
+    role_map: BTreeMap<String, Role>,
+    http: reqwest::Client,
+    keys: RwLock<Option<Arc<JwkSet>>>,
+    /// When the key set was last fetched (or tried).
+    last_fetch: Mutex<Option<Instant>>,
+    /// Serializes fetches.
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl OidcVerifier {
+    /// A verifier for `config`; nothing is fetched yet.
+    pub fn new(config: &OidcConfig, role_map: &BTreeMap<String, Vec<String>>) -> OidcVerifier {
+        let role_map = role_map
+            .iter()
+            .filter_map(|(role, groups)| Some((Role::parse(role)?, groups)))
+            .flat_map(|(role, groups)| groups.iter().map(move |g| (g.clone(), role)))
+            .collect();
+        OidcVerifier {
+            inner: Arc::new(Inner {
+                issuer: config.issuer.trim_end_matches('/').to_string(),
+                audience: config.audience.clone(),
+                roles_claim: config.roles_claim.clone(),
+                role_map,
+                http: reqwest::Client::new(),
+                keys: RwLock::new(None),
+                last_fetch: Mutex::new(None),
+                fetching: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// A verifier with a fixed key set (tests).
+    pub fn with_keys(
+        config: &OidcConfig,
+        role_map: &BTreeMap<String, Vec<String>>,
+        keys: JwkSet,
+    ) -> OidcVerifier {
+        let verifier = OidcVerifier::new(config, role_map);
+        if let Ok(mut cached) = verifier.inner.keys.write() {
+            *cached = Some(Arc::new(keys));
+        }
+        if let Ok(mut last) = verifier.inner.last_fetch.lock() {
+            *last = Some(Instant::now());
+        }
+        verifier
+    }
+
+    /// Reads the key set, retrying with backoff until it succeeds.
+    pub async fn warm_up(&self) {
+        let mut pause = Duration::from_secs(1);
+        loop {
+            match self.inner.fetch().await {
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(issuer = %self.inner.issuer, %error, "identity provider unreachable; requests with tokens answer 503 until its keys can be read");
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    /// Validates `token` and returns its principal.
+    pub async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+        let header =
+            decode_header(token).map_err(|_| AuthError::Invalid(unreadable_header(token)))?;
+        let kid = header.kid.clone().unwrap_or_default();
+        let jwk = self.inner.key(&kid).await?;
+        let validation = self.inner.validation(&jwk)?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(|e| {
+            AuthError::Invalid(format!("the provider's key {kid:?} is unusable: {e}"))
+        })?;
+        let data = decode::<Value>(token, &key, &validation)
+            .map_err(|e| AuthError::Invalid(self.inner.problem(e.kind())))?;
+        Ok(self.inner.principal(&data.claims))
+    }
+}
+
+impl Inner {
+    /// The key `kid`, from the cache or, when unknown, a fresh key set.
+    async fn key(&self, kid: &str) -> Result<Jwk, AuthError> {
+        let cached = self.keys.read().ok().and_then(|k| k.clone());
+        if let Some(keys) = &cached
+            && let Some(jwk) = find(keys, kid)
+        {
+            return Ok(jwk);
+        }
+        let recently = self
+            .last_fetch
+            .lock()
+            .ok()
+            .and_then(|l| *l)
+            .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL);
+        if recently && cached.is_some() {
+            return Err(AuthError::Invalid(format!(
+                "the token's key id {kid:?} is not one of the provider's keys"
+            )));
+        }
+        let keys = self.fetch().await.map_err(AuthError::Unavailable)?;
+        find(&keys, kid).ok_or_else(|| {
+            AuthError::Invalid(format!(
+                "the token's key id {kid:?} is not one of the provider's keys"
+            ))
+        })
+    }
+
+    /// Discovery, then the key set; cached.
+    async fn fetch(&self) -> Result<Arc<JwkSet>, String> {
+        let _one = self.fetching.lock().await;
+        if let Ok(mut last) = self.last_fetch.lock() {
+            *last = Some(Instant::now());
+        }
+        let discovery: Value = self
+            .get_json(&format!("{}/.well-known/openid-configuration", self.issuer))
+            .await?;
+        let jwks_uri = discovery
+            .get("jwks_uri")
+            .and_then(Value::as_str)
+            .ok_or("the discovery document has no jwks_uri")?;
+        let keys: JwkSet = serde_json::from_value(self.get_json(jwks_uri).await?)
+            .map_err(|e| format!("the key set at {jwks_uri} cannot be read: {e}"))?;
+        tracing::info!(issuer = %self.issuer, keys = keys.keys.len(), "identity provider keys read");
+        let keys = Arc::new(keys);
+        if let Ok(mut cached) = self.keys.write() {
+            *cached = Some(keys.clone());
+        }
+        Ok(keys)
+    }
+
+    async fn get_json(&self, url: &str) -> Result<Value, String> {
+        let response = self
+            .http
+            .get(url)
+            .timeout(FETCH_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!(
+                "{url} answered HTTP {}",
+                response.status().as_u16()
+            ));
+        }
+        response.json().await.map_err(|e| format!("{url}: {e}"))
+    }
+
+    /// What a token signed with `jwk` must satisfy.
+    fn validation(&self, jwk: &Jwk) -> Result<Validation, AuthError> {
+        let algorithms = algorithms_for(jwk);
+        let Some(first) = algorithms.first() else {
+            return Err(AuthError::Invalid(
+                "the provider's key is not an asymmetric signing key".into(),
+            ));
+        };
+        let mut validation = Validation::new(*first);
+        validation.algorithms = algorithms;
+        validation.leeway = LEEWAY_SECS;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[self.issuer.as_str(), &format!("{}/", self.issuer)]);
+        validation.set_audience(&[self.audience.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        Ok(validation)
+    }
+
+    fn problem(&self, kind: &ErrorKind) -> String {
+        match kind {
+            ErrorKind::ExpiredSignature => "the token has expired".into(),
+            ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
+            ErrorKind::InvalidAudience => format!(
+                "the token is for another audience (expected {:?})",
+                self.audience
+            ),
+            ErrorKind::InvalidIssuer => {
+                format!(
+                    "the token is from another issuer (expected {:?})",
+                    self.issuer
+                )
+            }
+            ErrorKind::InvalidSignature => "the token's signature does not verify".into(),
+            ErrorKind::InvalidAlgorithm => {
+                "the token's algorithm is not allowed for the provider's key".into()
+            }
+            ErrorKind::MissingRequiredClaim(claim) => format!("the token has no {claim:?} claim"),
+            other => header_problem(other),
+        }
+    }
+
+    fn principal(&self, claims: &Value) -> Principal {
+        let text = |key: &str| claims.get(key).and_then(Value::as_str).map(str::to_string);
+        let mut roles = BTreeSet::new();
+        for name in claim_names(claims.get(&self.roles_claim)) {
+            if let Some(role) = Role::parse(&name) {
+                roles.insert(role);
+            }
+            if let Some(role) = self.role_map.get(&name) {
+                roles.insert(*role);
+            }
+        }
+        Principal {
+            subject: text("sub").unwrap_or_default(),
+            name: text("name").or_else(|| text("preferred_username")),
+            roles,
+            credential: Credential::Token,
+        }
+    }
+}
+
+/// Why a header did not parse: an algorithm we do not take (`none`,
+/// anything unknown), or plain garbage.
+fn unreadable_header(token: &str) -> String {
+    use base64::Engine as _;
+    let alg = token
+        .split('.')
+        .next()
+        .and_then(|h| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(h)
+                .ok()
+        })
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .and_then(|header| {
+            header
+                .get("alg")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    match alg {
+        Some(alg) => {
+            format!("the token's algorithm {alg:?} is not supported (alg \"none\" never is)")
+        }
+        None => "the token is malformed".into(),
+    }
+}
+
+fn header_problem(kind: &ErrorKind) -> String {
+    match kind {
+        ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => {
+            "the token's algorithm is not supported (alg \"none\" never is)".into()
+        }
+        _ => "the token is malformed".into(),
+    }
+}
+
+/// A list claim or a space-separated string.
+fn claim_names(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        Some(Value::String(text)) => text.split_whitespace().map(str::to_string).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn find(keys: &JwkSet, kid: &str) -> Option<Jwk> {
+    if kid.is_empty() && keys.keys.len() == 1 {
+        return keys.keys.first().cloned();
+    }
+    keys.find(kid).cloned()
+}
+
+/// The algorithms a key may verify: its own `alg` when it names one, else
+/// every algorithm of its type. Never HMAC.
+pub fn algorithms_for(jwk: &Jwk) -> Vec<Algorithm> {
+    let family: Vec<Algorithm> = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => vec![
+            Algorithm::RS256,
+            Algorithm::RS384,
+            Algorithm::RS512,
+            Algorithm::PS256,
+            Algorithm::PS384,
+            Algorithm::PS512,
+        ],
+        AlgorithmParameters::EllipticCurve(_) => vec![Algorithm::ES256, Algorithm::ES384],
+        AlgorithmParameters::OctetKeyPair(_) => vec![Algorithm::EdDSA],
+        _ => Vec::new(),
+    };
+    match jwk
+        .common
+        .key_algorithm
+        .and_then(|a| a.to_string().parse::<Algorithm>().ok())
+    {
+        Some(alg) if family.contains(&alg) => vec![alg],
+        Some(_) => Vec::new(),
+        None => family,
+    }
+}

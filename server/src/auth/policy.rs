@@ -1,0 +1,211 @@
+//! What a principal may do, as pure functions (the one place these rules
+//! live; handlers and the engine call them).
+//!
+//! - Every principal may chat: create conversations, and read, continue
+//!   and stream its own.
+//! - `approver`: in addition lists every pending approval, reads any
+//!   conversation that has or had an approval, and decides approvals
+//!   (not its own with `approval.separate_approver`).
+//! - `admin`: reads and lists everything.
+//!
+//! Another principal's conversation is invisible (answered as not found).
+
+use asg_shared::{Actor, Conversation, PendingApproval};
+
+use super::{Principal, Role};
+
+/// May `principal` see `conversation`?
+pub fn can_read(principal: &Principal, conversation: &Conversation) -> bool {
+    owns(principal, conversation)
+        || principal.has(Role::Admin)
+        || (principal.has(Role::Approver) && had_approval(conversation))
+}
+
+/// May `principal` send messages to (or cancel) `conversation`?
+pub fn can_continue(principal: &Principal, conversation: &Conversation) -> bool {
+    owns(principal, conversation) || principal.is_anonymous()
+}
+
+/// May `principal` see this pending approval in a list?
+pub fn can_see_approval(principal: &Principal, approval: &PendingApproval) -> bool {
+    principal.has(Role::Approver)
+        || principal.has(Role::Admin)
+        || approval
+            .requested_by
+            .as_ref()
+            .is_some_and(|by| by.subject == principal.subject)
+}
+
+/// Why a principal may not decide an approval.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// Not an approver.
+    #[error("deciding approvals needs the approver role; {0} does not have it")]
+    NotApprover(String),
+    /// The requester itself, with `separate_approver`.
+    #[error(
+        "{0} raised this approval and may not decide it (approval.separate_approver: another approver must); it stays pending"
+    )]
+    OwnRequest(String),
+}
+
+/// May `principal` decide `approval`? The role it acts in, or why not.
+pub fn can_decide(
+    principal: &Principal,
+    approval: &PendingApproval,
+    separate_approver: bool,
+) -> Result<Role, Refusal> {
+    if !principal.has(Role::Approver) {
+        return Err(Refusal::NotApprover(principal.subject.clone()));
+    }
+    let own = approval
+        .requested_by
+        .as_ref()
+        .is_some_and(|by| by.subject == principal.subject);
+    if separate_approver && own && !principal.is_anonymous() {
+        return Err(Refusal::OwnRequest(principal.subject.clone()));
+    }
+    Ok(Role::Approver)
+}
+
+/// The record of `principal` acting in `role`, `via` a channel.
+pub fn actor(principal: &Principal, role: Option<Role>, via: &str) -> Actor {
+    Actor {
+        subject: principal.subject.clone(),
+        name: principal.name.clone(),
+        role: role.map(|r| r.as_str().to_string()),
+        via: Some(via.to_string()),
+    }
+}
+
+fn owns(principal: &Principal, conversation: &Conversation) -> bool {
+    match &conversation.owner {
+        Some(owner) => *owner == principal.subject,
+        // Created while authentication was off: only the open agent (or an
+        // admin) sees it.
+        None => principal.is_anonymous(),
+    }
+}
+
+fn had_approval(conversation: &Conversation) -> bool {
+    conversation.pending_approval.is_some()
+        || !conversation.decisions.is_empty()
+        || conversation
+            .messages
+            .iter()
+            .any(|m| m.tool_call.as_ref().is_some_and(|c| c.needs_approval))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use asg_shared::{ApprovalState, ConversationStatus};
+    use chrono::Utc;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::auth::Credential;
+
+    fn who(subject: &str, roles: &[Role]) -> Principal {
+        Principal {
+            subject: subject.into(),
+            name: None,
+            roles: roles.iter().copied().collect::<BTreeSet<_>>(),
+            credential: Credential::Token,
+        }
+    }
+
+    fn conversation(owner: &str, with_approval: bool) -> Conversation {
+        let id = Uuid::new_v4();
+        Conversation {
+            id,
+            session_id: "abcd1234".into(),
+            status: ConversationStatus::Active,
+            messages: vec![],
+            pending_approval: with_approval.then(|| approval(id, owner)),
+            pipeline_state: None,
+            turn_in_progress: false,
+            owner: Some(owner.into()),
+            decisions: vec![],
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        }
+    }
+
+    fn approval(conversation_id: Uuid, requester: &str) -> PendingApproval {
+        PendingApproval {
+            uuid: Uuid::new_v4(),
+            conversation_id,
+            tool_name: "resources_add".into(),
+            tool_args: serde_json::Map::new(),
+            description: "d".into(),
+            created_at: Utc::now(),
+            call_id: "c".into(),
+            node: None,
+            state: ApprovalState::Pending,
+            remote_task_id: None,
+            remote_agent_name: None,
+            remote_approval_uuid: None,
+            requested_by: Some(actor(&who(requester, &[]), None, "rest")),
+        }
+    }
+
+    #[test]
+    fn reading_follows_ownership_and_roles() {
+        let bob = who("bob", &[]);
+        let alice = who("alice", &[Role::Approver]);
+        let dana = who("dana", &[Role::Admin]);
+        let plain = conversation("carol", false);
+        let gated = conversation("carol", true);
+        let table = [
+            (&bob, &plain, false),
+            (&bob, &gated, false),
+            (&alice, &plain, false),
+            (&alice, &gated, true),
+            (&dana, &plain, true),
+            (&who("carol", &[]), &plain, true),
+            (&Principal::anonymous(), &plain, true),
+        ];
+        for (principal, conversation, expected) in table {
+            assert_eq!(
+                can_read(principal, conversation),
+                expected,
+                "{} on {:?}",
+                principal.subject,
+                conversation.owner
+            );
+        }
+        assert!(!can_continue(&alice, &gated), "approvers decide, not chat");
+        assert!(can_continue(&who("carol", &[]), &gated));
+    }
+
+    #[test]
+    fn deciding_needs_the_approver_role_and_another_principal() {
+        let request = approval(Uuid::new_v4(), "alice");
+        let bob = who("bob", &[]);
+        let alice = who("alice", &[Role::Approver]);
+        let erin = who("erin", &[Role::Approver]);
+        assert_eq!(
+            can_decide(&bob, &request, false),
+            Err(Refusal::NotApprover("bob".into()))
+        );
+        assert_eq!(can_decide(&alice, &request, false), Ok(Role::Approver));
+        let refused = can_decide(&alice, &request, true).unwrap_err();
+        assert!(
+            refused.to_string().contains("separate_approver"),
+            "{refused}"
+        );
+        assert_eq!(can_decide(&erin, &request, true), Ok(Role::Approver));
+        assert!(can_decide(&Principal::anonymous(), &request, true).is_ok());
+    }
+
+    #[test]
+    fn approval_lists_show_everything_to_approvers_and_own_ones_to_others() {
+        let request = approval(Uuid::new_v4(), "bob");
+        assert!(can_see_approval(&who("bob", &[]), &request));
+        assert!(!can_see_approval(&who("carol", &[]), &request));
+        assert!(can_see_approval(&who("alice", &[Role::Approver]), &request));
+        assert!(can_see_approval(&who("dana", &[Role::Admin]), &request));
+    }
+}

@@ -1,0 +1,279 @@
+//! Token validation: every rejection reason, with keys generated here.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use base64::Engine as _;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use p256::elliptic_curve::sec1::ToEncodedPoint as _;
+use p256::pkcs8::EncodePrivateKey as _;
+use rsa::traits::PublicKeyParts as _;
+use serde_json::{Value, json};
+
+use super::oidc::OidcVerifier;
+use super::*;
+use crate::config::{ApiKeyConfig, OidcConfig};
+
+const ISSUER: &str = "https://idp.test";
+const AUDIENCE: &str = "agent-stop-and-go";
+
+struct Keys {
+    rsa_pem: String,
+    ec_pem: String,
+    jwks: JwkSet,
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// An RSA and an EC key pair, and their public JWKS (kids "rsa1", "ec1").
+fn keys() -> &'static Keys {
+    static KEYS: OnceLock<Keys> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut rng = rsa::rand_core::OsRng;
+        let rsa = rsa::RsaPrivateKey::new(&mut rng, 2048).expect("rsa key");
+        let ec = p256::SecretKey::random(&mut rng);
+        let point = ec.public_key().to_encoded_point(false);
+        let jwks = json!({"keys": [
+            {"kty": "RSA", "kid": "rsa1", "use": "sig",
+             "n": b64(&rsa.n().to_bytes_be()), "e": b64(&rsa.e().to_bytes_be())},
+            {"kty": "EC", "kid": "ec1", "use": "sig", "crv": "P-256",
+             "x": b64(point.x().unwrap()), "y": b64(point.y().unwrap())},
+        ]});
+        Keys {
+            rsa_pem: rsa.to_pkcs8_pem(Default::default()).unwrap().to_string(),
+            ec_pem: ec.to_pkcs8_pem(Default::default()).unwrap().to_string(),
+            jwks: serde_json::from_value(jwks).unwrap(),
+        }
+    })
+}
+
+fn verifier() -> OidcVerifier {
+    let config = OidcConfig {
+        issuer: ISSUER.into(),
+        audience: AUDIENCE.into(),
+        roles_claim: "groups".into(),
+    };
+    let role_map = BTreeMap::from([("approver".to_string(), vec!["sre".to_string()])]);
+    OidcVerifier::with_keys(&config, &role_map, keys().jwks.clone())
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+fn claims() -> Value {
+    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "name": "Alice",
+           "groups": ["sre", "dev"], "exp": now() + 300, "iat": now()})
+}
+
+fn rsa_token(claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("rsa1".into());
+    let key = EncodingKey::from_rsa_pem(keys().rsa_pem.as_bytes()).unwrap();
+    encode(&header, claims, &key).unwrap()
+}
+
+fn rejection(token: &str) -> String {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    match runtime.block_on(verifier().verify(token)) {
+        Err(AuthError::Invalid(why)) => why,
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_valid_rs256_token_gives_its_principal_and_mapped_roles() {
+    let principal = verifier().verify(&rsa_token(&claims())).await.unwrap();
+    assert_eq!(principal.subject, "alice");
+    assert_eq!(principal.name.as_deref(), Some("Alice"));
+    assert!(principal.has(Role::Approver), "sre maps to approver");
+    assert!(!principal.has(Role::Admin));
+    assert_eq!(principal.credential, Credential::Token);
+}
+
+#[tokio::test]
+async fn a_valid_es256_token_verifies_and_roles_may_be_a_string() {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("ec1".into());
+    let key = EncodingKey::from_ec_pem(keys().ec_pem.as_bytes()).unwrap();
+    let mut claims = claims();
+    claims["groups"] = json!("admin viewer");
+    let principal = verifier()
+        .verify(&encode(&header, &claims, &key).unwrap())
+        .await
+        .unwrap();
+    assert!(principal.has(Role::Admin));
+    assert!(!principal.has(Role::Approver));
+}
+
+#[test]
+fn expired_wrong_audience_wrong_issuer_and_not_yet_valid_are_named() {
+    let mut expired = claims();
+    expired["exp"] = json!(now() - 3600);
+    assert!(rejection(&rsa_token(&expired)).contains("expired"));
+    let mut other = claims();
+    other["aud"] = json!("other-api");
+    assert!(rejection(&rsa_token(&other)).contains("another audience"));
+    let mut foreign = claims();
+    foreign["iss"] = json!("https://evil.test");
+    assert!(rejection(&rsa_token(&foreign)).contains("another issuer"));
+    let mut early = claims();
+    early["nbf"] = json!(now() + 3600);
+    assert!(rejection(&rsa_token(&early)).contains("not valid yet"));
+    let mut anonymous = claims();
+    anonymous.as_object_mut().unwrap().remove("sub");
+    assert!(rejection(&rsa_token(&anonymous)).contains("\"sub\""));
+}
+
+#[test]
+fn a_small_clock_skew_is_tolerated() {
+    let mut just_expired = claims();
+    just_expired["exp"] = json!(now() - 5);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert!(
+        runtime
+            .block_on(verifier().verify(&rsa_token(&just_expired)))
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_tampered_payload_fails_the_signature() {
+    let token = rsa_token(&claims());
+    let parts: Vec<&str> = token.split('.').collect();
+    let mut forged = claims();
+    forged["sub"] = json!("mallory");
+    let payload = b64(forged.to_string().as_bytes());
+    let tampered = format!("{}.{payload}.{}", parts[0], parts[2]);
+    assert!(rejection(&tampered).contains("signature"));
+}
+
+#[test]
+fn alg_none_and_hmac_signed_with_the_public_key_are_refused() {
+    let body = b64(claims().to_string().as_bytes());
+    let none = format!("{}.{body}.", b64(br#"{"alg":"none","kid":"rsa1"}"#));
+    assert!(
+        rejection(&none).contains("not supported"),
+        "{}",
+        rejection(&none)
+    );
+    // The classic confusion: HS256 "signed" with the RSA public key.
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("rsa1".into());
+    let public = serde_json::to_vec(&keys().jwks.keys[0]).unwrap();
+    let hmac = encode(&header, &claims(), &EncodingKey::from_secret(&public)).unwrap();
+    assert!(rejection(&hmac).contains("algorithm is not allowed"));
+    // An EC-signed token presented under the RSA key's id.
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("rsa1".into());
+    let key = EncodingKey::from_ec_pem(keys().ec_pem.as_bytes()).unwrap();
+    let crossed = encode(&header, &claims(), &key).unwrap();
+    assert!(rejection(&crossed).contains("algorithm is not allowed"));
+}
+
+#[test]
+fn an_unknown_key_id_and_garbage_are_refused() {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("rotated-away".into());
+    let key = EncodingKey::from_rsa_pem(keys().rsa_pem.as_bytes()).unwrap();
+    let token = encode(&header, &claims(), &key).unwrap();
+    assert!(rejection(&token).contains("not one of the provider's keys"));
+    assert!(rejection("a.b.c").contains("malformed"));
+}
+
+fn api_key_auth() -> Authenticator {
+    let config = AuthConfig {
+        oidc: None,
+        api_keys: vec![ApiKeyConfig {
+            name: "ops-bot".into(),
+            key_env: "OPS_BOT_KEY".into(),
+            roles: vec!["approver".into()],
+        }],
+        role_map: BTreeMap::new(),
+    };
+    Authenticator::from_config(&config, &|name| {
+        (name == "OPS_BOT_KEY").then(|| "k-0123456789abcdef".to_string())
+    })
+    .unwrap()
+}
+
+fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        map.insert(*name, value.parse().unwrap());
+    }
+    map
+}
+
+#[tokio::test]
+async fn api_keys_work_in_both_headers_and_wrong_ones_are_refused() {
+    let auth = api_key_auth();
+    for h in [
+        headers(&[("authorization", "Bearer k-0123456789abcdef")]),
+        headers(&[("x-api-key", "k-0123456789abcdef")]),
+    ] {
+        let principal = auth.authenticate(&h).await.unwrap();
+        assert_eq!(principal.subject, "ops-bot");
+        assert!(principal.has(Role::Approver));
+        assert_eq!(principal.credential, Credential::ApiKey);
+    }
+    assert_eq!(
+        auth.authenticate(&HeaderMap::new()).await,
+        Err(AuthError::Missing)
+    );
+    assert_eq!(
+        auth.authenticate(&headers(&[("x-api-key", "k-0123456789abcdeX")]))
+            .await,
+        Err(AuthError::Invalid("unknown API key".into()))
+    );
+}
+
+#[test]
+fn a_missing_or_short_key_stops_startup_naming_the_variable() {
+    let config = AuthConfig {
+        oidc: None,
+        api_keys: vec![ApiKeyConfig {
+            name: "ops-bot".into(),
+            key_env: "OPS_BOT_KEY".into(),
+            roles: vec![],
+        }],
+        role_map: BTreeMap::new(),
+    };
+    let missing = Authenticator::from_config(&config, &|_| None).unwrap_err();
+    assert!(missing.contains("OPS_BOT_KEY"), "{missing}");
+    let short = Authenticator::from_config(&config, &|_| Some("short".into())).unwrap_err();
+    assert!(short.contains("shorter than 16"), "{short}");
+    let debug = format!("{:?}", api_key_auth());
+    assert!(!debug.contains("0123456789abcdef"), "{debug}");
+}
+
+#[tokio::test]
+async fn without_auth_everyone_is_the_anonymous_principal() {
+    let principal = Authenticator::disabled()
+        .authenticate(&HeaderMap::new())
+        .await
+        .unwrap();
+    assert!(principal.is_anonymous());
+    assert!(principal.has(Role::Approver) && principal.has(Role::Admin));
+}
+
+#[tokio::test]
+async fn an_unreachable_provider_is_unavailable_not_invalid() {
+    let config = OidcConfig {
+        issuer: "http://127.0.0.1:9".into(),
+        audience: AUDIENCE.into(),
+        roles_claim: "roles".into(),
+    };
+    let verifier = OidcVerifier::new(&config, &BTreeMap::new());
+    match verifier.verify(&rsa_token(&claims())).await {
+        Err(AuthError::Unavailable(_)) => {}
+        other => panic!("expected unavailable, got {other:?}"),
+    }
+}
