@@ -209,10 +209,12 @@ async fn continuations_approve_and_reject() {
     approval(&second);
     let id = second["id"].as_str().unwrap();
     let done = agent.send("rejected", Some(id)).await;
+    let text = answer(&done);
     assert!(
-        answer(&done).starts_with("Cancelled: resources_add was not run"),
+        text.starts_with("Cancelled: Rejected by the user"),
         "{done}"
     );
+    assert_eq!(text.matches("not run").count(), 1, "{done}");
     assert!(!agent.listing().await.contains("dropped-1"));
     agent.stop().await;
 }
