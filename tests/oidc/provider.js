@@ -136,7 +136,9 @@ function resourceServerInfo(resource, client) {
     if (!Number.isInteger(ttl) || ttl < 1) return undefined;
   }
   return {
-    scope: 'api',
+    // The OpenID scopes too, so the browser client's access tokens say what
+    // was granted (`scope` claim and token response) like Keycloak's do.
+    scope: 'api openid profile email offline_access',
     audience,
     accessTokenTTL: ttl,
     accessTokenFormat: 'jwt',

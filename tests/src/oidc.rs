@@ -33,6 +33,17 @@ pub const WEB_SCOPES: &[&str] = &["openid", "profile", "email", "offline_access"
 /// Lifetime of [`OidcProvider::short_lived_token`] tokens, in seconds.
 pub const SHORT_LIVED_TTL: u64 = 1;
 
+/// CSS selectors of the development login page (`/interaction/:uid`):
+/// the user name input (any name logs in)...
+pub const LOGIN_USER_INPUT: &str = "input[name=login]";
+/// ...the password input (any password)...
+pub const LOGIN_PASSWORD_INPUT: &str = "input[name=password]";
+/// ...and its "Sign-in" button; the consent page that follows has one
+/// button of the same kind ("Continue").
+pub const SUBMIT_BUTTON: &str = "button[type=submit]";
+/// The "Yes, sign me out" button of the RP-initiated logout page.
+pub const LOGOUT_CONFIRM_BUTTON: &str = "button[name=logout][value=yes]";
+
 /// The test users: (name = `sub`, roles, display name = `name`), as in
 /// `tests/oidc/provider.js`. Their `roles` (and `groups`) claim is a JSON
 /// list, except `frank`'s: one space-separated string ("approver sre").

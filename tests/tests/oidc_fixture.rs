@@ -248,7 +248,9 @@ async fn the_browser_client_signs_in_with_code_and_pkce_and_refreshes() {
     assert_eq!(claims["roles"], json!(["approver"]));
     assert_eq!(claims["name"], "Alice Approver");
     assert_eq!(claims["client_id"], WEB_CLIENT_ID);
+    assert_eq!(claims["scope"], "openid profile email", "{claims}");
     assert_eq!(tokens["expires_in"], 30);
+    assert_eq!(tokens["scope"], "openid profile email", "{tokens}");
 
     let id_token = tokens["id_token"].as_str().expect("id_token");
     assert_eq!(jwt_header(id_token)["alg"], "RS256");
