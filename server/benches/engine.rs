@@ -114,6 +114,8 @@ async fn main() {
         max_tool_steps: 10,
         catalog: Default::default(),
         limits: Default::default(),
+        policy: Default::default(),
+        audit: None,
     })
     .await
     .expect("engine");

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::auth::Principal;
+
 /// A caller's `Authorization: Bearer` token. Cheap to clone; redacted in
 /// `Debug` and `Display`; deliberately not `Serialize`.
 #[derive(Clone, PartialEq, Eq)]
@@ -51,6 +53,26 @@ pub struct RequestContext {
     pub bearer: Option<BearerToken>,
     /// Delegation depth of the incoming request (0 from a human).
     pub depth: u32,
+    /// Who is calling (`None`: an internal task, e.g. startup checks).
+    pub principal: Option<Principal>,
+    /// Where the request came from: `rest`, `a2a` or `web`.
+    pub via: &'static str,
+}
+
+impl RequestContext {
+    /// The caller, or the anonymous principal for internal work.
+    pub fn caller(&self) -> Principal {
+        self.principal.clone().unwrap_or_else(Principal::anonymous)
+    }
+
+    /// The caller as recorded on what it raises (`None` when
+    /// authentication is off).
+    pub fn requester(&self) -> Option<asg_shared::Actor> {
+        self.principal
+            .as_ref()
+            .filter(|p| !p.is_anonymous())
+            .map(|p| crate::auth::policy::actor(p, None, self.via))
+    }
 }
 
 /// Generates an 8-hex-char session id from the OS CSPRNG.

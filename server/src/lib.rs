@@ -5,6 +5,7 @@
 pub mod a2a;
 pub mod api;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod context;

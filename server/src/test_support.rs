@@ -32,6 +32,8 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         max_tool_steps: 3,
         catalog: Default::default(),
         limits: Default::default(),
+        policy: Default::default(),
+        audit: None,
     })
     .await
     .unwrap();
@@ -42,9 +44,11 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
             description: "A test agent.".into(),
             public_url: "http://agent.test".into(),
             version: "0.0.1".into(),
+            security: Default::default(),
         }),
         shutdown: never_shutdown(),
         quarantined_files: 0,
         hosts: Arc::new(crate::api::guard::HostPolicy::any()),
+        auth: crate::auth::Authenticator::disabled(),
     })
 }

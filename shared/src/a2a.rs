@@ -47,6 +47,14 @@ pub struct AgentCard {
     /// Human documentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
+    /// How callers authenticate: scheme name → OpenAPI-style security
+    /// scheme (v0.3 `securitySchemes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_schemes: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Which schemes are required: any one of the listed alternatives
+    /// (v0.3 `security`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
 }
 
 fn default_protocol_version() -> String {
@@ -508,6 +516,9 @@ pub mod error_codes {
     pub const UNSUPPORTED_OPERATION: i64 = -32004;
     /// Content type not supported.
     pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
+    /// The caller may not do this (this project's server error code, in
+    /// the range JSON-RPC reserves for implementations).
+    pub const FORBIDDEN: i64 = -32010;
 }
 
 /// Keys of the data part that carries an approval request in an

@@ -8,8 +8,9 @@ use asg_shared::a2a::{AgentCapabilities, AgentCard, AgentSkill, PROTOCOL_VERSION
 use asg_shared::rest::ToolInfo;
 use axum::Json;
 use axum::extract::State;
+use serde_json::{Map, Value, json};
 
-use crate::api::{AgentInfo, AppState};
+use crate::api::{AgentInfo, AppState, CardSecurity};
 
 /// Path of the JSON-RPC endpoint, relative to the public base URL.
 pub const RPC_PATH: &str = "/a2a";
@@ -56,7 +57,51 @@ pub fn agent_card(info: &AgentInfo, tools: &[ToolInfo]) -> AgentCard {
         skills,
         provider: None,
         documentation_url: Some(format!("{base}/docs")),
+        security_schemes: security_schemes(&info.security),
+        security: security(&info.security),
     }
+}
+
+/// `securitySchemes`: bearer JWTs (with the provider's discovery URL)
+/// and API keys, as configured; none without `auth:`.
+fn security_schemes(security: &CardSecurity) -> Option<Map<String, Value>> {
+    let mut schemes = Map::new();
+    if let Some(issuer) = &security.oidc_issuer {
+        schemes.insert(
+            "bearer".into(),
+            json!({"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                "description": "An access token from the OpenID Connect provider below."}),
+        );
+        schemes.insert(
+            "oidc".into(),
+            json!({"type": "openIdConnect",
+                "openIdConnectUrl": format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'))}),
+        );
+    }
+    if security.api_keys {
+        schemes.insert(
+            "apiKey".into(),
+            json!({"type": "apiKey", "in": "header", "name": "X-API-Key",
+                "description": "A static key; also accepted as Authorization: Bearer."}),
+        );
+    }
+    (!schemes.is_empty()).then_some(schemes)
+}
+
+/// `security`: any one of the schemes.
+fn security(security: &CardSecurity) -> Option<Vec<Map<String, Value>>> {
+    let schemes = security_schemes(security)?;
+    Some(
+        schemes
+            .keys()
+            .filter(|name| *name != "oidc")
+            .map(|name| {
+                let mut requirement = Map::new();
+                requirement.insert(name.clone(), json!([]));
+                requirement
+            })
+            .collect(),
+    )
 }
 
 fn skill(tool: &ToolInfo) -> AgentSkill {
@@ -96,6 +141,7 @@ mod tests {
             description: "Manages resources.".into(),
             public_url: "http://agent.test:8080/".into(),
             version: "1.2.3".into(),
+            security: CardSecurity::default(),
         }
     }
 
@@ -150,5 +196,25 @@ mod tests {
         let card = agent_card(&info(), &[]);
         assert_eq!(card.skills.len(), 1);
         assert_eq!(card.skills[0].description, "Manages resources.");
+    }
+
+    #[test]
+    fn the_card_declares_the_accepted_credentials() {
+        let open = agent_card(&info(), &[]);
+        assert!(open.security_schemes.is_none() && open.security.is_none());
+        let mut secured = info();
+        secured.security = CardSecurity {
+            oidc_issuer: Some("https://idp.test/".into()),
+            api_keys: true,
+        };
+        let card = serde_json::to_value(agent_card(&secured, &[])).unwrap();
+        assert_eq!(card["securitySchemes"]["bearer"]["scheme"], "bearer");
+        assert_eq!(card["securitySchemes"]["bearer"]["bearerFormat"], "JWT");
+        assert_eq!(
+            card["securitySchemes"]["oidc"]["openIdConnectUrl"],
+            "https://idp.test/.well-known/openid-configuration"
+        );
+        assert_eq!(card["securitySchemes"]["apiKey"]["name"], "X-API-Key");
+        assert_eq!(card["security"], json!([{"apiKey": []}, {"bearer": []}]));
     }
 }

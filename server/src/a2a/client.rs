@@ -17,7 +17,7 @@ use asg_shared::rest::ToolInfo;
 use serde_json::{Map, Value, json};
 
 use crate::config::{SubAgentConfig, expand_env};
-use crate::context::{DELEGATION_DEPTH_HEADER, RequestContext};
+use crate::context::{BearerToken, DELEGATION_DEPTH_HEADER, RequestContext};
 
 /// Longest a card fetch may take.
 const CARD_TIMEOUT: Duration = Duration::from_secs(5);
@@ -89,6 +89,8 @@ pub struct SubAgent {
     description: Option<String>,
     timeout: Duration,
     card: RwLock<Option<AgentCard>>,
+    /// Sent when the caller has no token of its own (`bearer_env`).
+    service_token: Option<BearerToken>,
 }
 
 /// Every sub-agent and the HTTP client that reaches them.
@@ -121,6 +123,13 @@ impl A2aClient {
                         description: c.description.clone(),
                         timeout: Duration::from_secs(c.timeout_secs),
                         card: RwLock::new(None),
+                        service_token: c
+                            .bearer_env
+                            .as_deref()
+                            .and_then(|name| std::env::var(name).ok())
+                            .map(|token| token.trim().to_string())
+                            .filter(|token| !token.is_empty())
+                            .map(|token| BearerToken::new(&token)),
                     })
                 })
                 .collect(),
@@ -286,7 +295,7 @@ impl A2aClient {
             .header("X-Session-ID", &ctx.session_id)
             .header(DELEGATION_DEPTH_HEADER, depth.to_string())
             .json(&body);
-        if let Some(token) = &ctx.bearer {
+        if let Some(token) = ctx.bearer.as_ref().or(agent.service_token.as_ref()) {
             request = request.bearer_auth(token.expose());
         }
         let response = request.send().await.map_err(|e| {
@@ -632,6 +641,7 @@ mod tests {
             description: None,
             destructive_hint: false,
             timeout_secs: 5,
+            bearer_env: None,
         };
         let client = A2aClient::start(&[config], 4).await;
         let agent = client.agent("old").unwrap();

@@ -35,6 +35,7 @@ use super::stream;
 use crate::api::AppState;
 use crate::api::extract::{Ctx, session_from_headers};
 use crate::api::logging::ConversationTag;
+use crate::auth::policy;
 use crate::context::RequestContext;
 use crate::engine::{Engine, EngineError, MAX_MESSAGE_BYTES, TurnOutcome};
 mod rpc;
@@ -121,6 +122,7 @@ async fn rpc(
         Ok(request) => request,
         Err((id, error)) => return json_response(error_response(id, error), None),
     };
+    let ctx = RequestContext { via: "a2a", ..ctx };
     let call = Call {
         state,
         contexts,
@@ -227,11 +229,12 @@ pub(crate) fn prepare(
         return Ok((Action::Create(text), client_context));
     };
     let id = Uuid::parse_str(raw).map_err(|_| RpcError::task_not_found(raw))?;
-    let conversation = call
-        .state
-        .engine
-        .get(id)
-        .ok_or_else(|| RpcError::task_not_found(raw))?;
+    let conversation = stored_task(call, id)?;
+    if decision.is_none() && !policy::can_continue(&call.ctx.caller(), &conversation) {
+        return Err(forbidden(format!(
+            "only the principal that created task {id} may continue it"
+        )));
+    }
     let known = call.contexts.get(id);
     if let Some(context) = &client_context
         && *context != known
@@ -340,6 +343,7 @@ pub(crate) fn engine_error(error: &EngineError) -> RpcError {
         EngineError::NotCancelable(_) => {
             RpcError::new(error_codes::TASK_NOT_CANCELABLE, error.to_string())
         }
+        EngineError::Forbidden(why) => forbidden(why.clone()),
         EngineError::ShuttingDown | EngineError::TooManySubscribers(_) => {
             RpcError::new(error_codes::INTERNAL_ERROR, error.to_string())
         }
@@ -401,12 +405,22 @@ fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
     Ok((conversation, task))
 }
 
-/// The conversation behind a task id, or -32001.
-fn stored_task(call: &Call, id: uuid::Uuid) -> Result<std::sync::Arc<Conversation>, RpcError> {
+/// The conversation behind a task id the caller may read, or -32001
+/// (another principal's task is not revealed).
+pub(crate) fn stored_task(
+    call: &Call,
+    id: uuid::Uuid,
+) -> Result<std::sync::Arc<Conversation>, RpcError> {
     call.state
         .engine
         .get(id)
+        .filter(|c| policy::can_read(&call.ctx.caller(), c))
         .ok_or_else(|| RpcError::task_not_found(&id.to_string()))
+}
+
+/// -32010: the caller may not do this.
+pub(crate) fn forbidden(message: String) -> RpcError {
+    RpcError::new(error_codes::FORBIDDEN, format!("forbidden: {message}"))
 }
 
 /// A turn in progress is `working`, whatever the last saved step says
@@ -421,6 +435,11 @@ pub(crate) fn mark_running(task: &mut asg_shared::a2a::Task, running: bool) {
 async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
     let conversation = stored_task(call, id)?;
+    if !policy::can_continue(&call.ctx.caller(), &conversation) {
+        return Err(forbidden(format!(
+            "only the principal that created task {id} may cancel it"
+        )));
+    }
     let state = mapping::task_state(&conversation);
     let not_cancelable = |state: TaskState| {
         RpcError::new(

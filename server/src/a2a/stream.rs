@@ -67,12 +67,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
             let (conversation, _) = settled(&engine, engine.create(&call.ctx, None).await)?;
             (Action::Send(conversation.id, text), conversation)
         }
-        Some(id) => {
-            let conversation = engine
-                .get(id)
-                .ok_or_else(|| RpcError::task_not_found(&id.to_string()))?;
-            (action, conversation)
-        }
+        Some(id) => (action, super::server::stored_task(&call, id)?),
     };
     let context = context.unwrap_or_else(|| conversation.id.to_string());
     call.contexts.remember(conversation.id, &context);
@@ -121,12 +116,13 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
     let started = (|| {
         let (id, history_length) = parse_query(params)?;
         let engine = call.state.engine.clone();
-        let not_found = || RpcError::task_not_found(&id.to_string());
+        // Only a task the caller may read (else -32001).
+        super::server::stored_task(&call, id)?;
         // Subscribe before reading the state so the end cannot be missed.
         let events = engine
             .subscribe(id)
             .map_err(|e| super::server::engine_error(&e))?;
-        let conversation = engine.get(id).ok_or_else(not_found)?;
+        let conversation = super::server::stored_task(&call, id)?;
         let context = call.contexts.get(id);
         let mut task = mapping::to_task(&conversation, &context, history_length);
         let running = engine.is_running(id);

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::error::ApiError;
-use super::extract::{Ctx, parse_json, parse_uuid};
+use super::extract::{Caller, Ctx, parse_json, parse_uuid};
 use super::{AppState, conversation_response};
 
 /// Approves or rejects a pending approval; approval runs the stored call.
@@ -62,8 +62,11 @@ pub async fn approvals_resolve(
             "tool_name": "resources_add", "tool_args": {"name": "web-1", "value": 42},
             "description": "resources_add with arguments {\"name\":\"web-1\",\"value\":42}", "created_at": "2026-01-02T03:04:05Z",
             "call_id": "call_1", "node": "resource-manager", "state": "pending"}]}))))]
-pub async fn approvals_index(State(state): State<AppState>) -> Json<ApprovalList> {
-    Json(ApprovalList {
-        approvals: state.engine.pending_approvals(),
-    })
+pub async fn approvals_index(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+) -> Json<ApprovalList> {
+    let mut approvals = state.engine.pending_approvals();
+    approvals.retain(|a| crate::auth::policy::can_see_approval(&caller, a));
+    Json(ApprovalList { approvals })
 }

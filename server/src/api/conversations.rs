@@ -10,8 +10,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use super::access;
 use super::error::ApiError;
-use super::extract::{Ctx, is_blank, parse_json, parse_uuid};
+use super::extract::{Caller, Ctx, is_blank, parse_json, parse_uuid};
 use super::{AppState, conversation_response};
 
 /// Creates a conversation, optionally processing a first message.
@@ -64,8 +65,15 @@ pub async fn conversations_create(
         example = json!({"conversations": [{"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "session_id": "960e5e2e", "status": "waiting_approval",
             "message_count": 3, "title": "add resource web-1 with value 42", "created_at": "2026-01-02T03:04:05Z", "updated_at": "2026-01-02T03:04:05Z"}],
             "summary": {"total": 1, "active": 0, "waiting_approval": 1, "completed": 0, "canceled": 0}}))))]
-pub async fn conversations_index(State(state): State<AppState>) -> Json<ConversationList> {
-    Json(state.engine.list())
+pub async fn conversations_index(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+) -> Json<ConversationList> {
+    Json(
+        state
+            .engine
+            .list_where(|c| crate::auth::policy::can_read(&caller, c)),
+    )
 }
 
 /// Returns one conversation with all its messages and pending approval.
@@ -91,13 +99,11 @@ pub async fn conversations_index(State(state): State<AppState>) -> Json<Conversa
     ))]
 pub async fn conversations_show(
     State(state): State<AppState>,
+    Caller(caller): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
-    let conversation = state
-        .engine
-        .get(id)
-        .ok_or_else(|| ApiError::not_found(format!("conversation {id} not found")))?;
+    let conversation = access::readable(&state.engine, &caller, id)?;
     Ok(conversation_response(StatusCode::OK, conversation, None))
 }
 
@@ -126,6 +132,7 @@ pub async fn conversations_send(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
+    access::continuable(&state.engine, &ctx.caller(), id)?;
     let request: SendMessageRequest = parse_json(&body)?;
     let outcome = state.engine.send(id, &ctx, request.message).await?;
     Ok(conversation_response(

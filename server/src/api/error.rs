@@ -93,6 +93,7 @@ impl From<EngineError> for ApiError {
                 "storage_error",
                 "the conversation could not be saved; see the server log",
             ),
+            EngineError::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
             EngineError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", message)
             }

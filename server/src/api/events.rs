@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::parse_uuid;
+use super::extract::{Caller, parse_uuid};
 use crate::engine::{Engine, Subscription};
 
 /// Streams a conversation's events.
@@ -30,9 +30,11 @@ use crate::engine::{Engine, Subscription};
     ))]
 pub async fn conversations_events(
     State(state): State<AppState>,
+    Caller(caller): Caller,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
+    super::access::readable(&state.engine, &caller, id)?;
     let not_found = || ApiError::not_found(format!("conversation {id} not found"));
     // Subscribe before reading the snapshot so no change falls in between.
     let receiver = state.engine.subscribe(id)?;
@@ -42,18 +44,20 @@ pub async fn conversations_events(
         first,
         receiver,
         move || snapshot(&engine, id),
+        |_| true,
         state.shutdown.clone(),
     ))
 }
 
-/// An event stream: `first`, then each event received, with `on_lag`'s
-/// fresh state in place of events a slow client missed (`None` ends the
-/// stream); it ends at shutdown. Keeps its subscription (and so its place
+/// An event stream: `first`, then each event received that `keep`
+/// accepts, with `on_lag`'s fresh state in place of events a slow client
+/// missed (`None` ends the stream); it ends at shutdown. Keeps its subscription (and so its place
 /// among the open streams) until the client goes away.
 pub(crate) fn live_events<E>(
     first: E,
     receiver: Subscription<E>,
     on_lag: impl Fn() -> Option<E> + Send + Sync + 'static,
+    keep: impl Fn(&E) -> bool + Send + 'static,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
 where
@@ -72,7 +76,7 @@ where
         }
     });
     let events = stream::once(async move { first })
-        .chain(live)
+        .chain(live.filter(move |event| std::future::ready(keep(event))))
         .take_until(async move {
             let _ = shutdown.wait_for(|down| *down).await;
         })

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::error::ApiError;
+use crate::auth::{Credential, Principal};
 use crate::context::{
     BearerToken, DELEGATION_DEPTH_HEADER, RequestContext, is_valid_session_id, new_session_id,
 };
@@ -67,7 +68,17 @@ impl<S: Send + Sync> FromRequestParts<S> for Ctx {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Ctx, ApiError> {
-        Ok(Ctx(request_context(&parts.headers, parts.extensions.get())))
+        let mut ctx = request_context(&parts.headers, parts.extensions.get());
+        let principal = parts.extensions.get::<Principal>().cloned();
+        // Only a provider's token travels on; an API key stays here.
+        if principal
+            .as_ref()
+            .is_some_and(|p| p.credential == Credential::ApiKey)
+        {
+            ctx.bearer = None;
+        }
+        ctx.principal = principal;
+        Ok(Ctx(ctx))
     }
 }
 
@@ -92,10 +103,39 @@ pub fn request_context(headers: &HeaderMap, session: Option<&SessionId>) -> Requ
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u32>().ok())
         .unwrap_or(0);
+    let via = match headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()) {
+        Some("web") => "web",
+        _ => "rest",
+    };
     RequestContext {
         session_id,
         bearer,
         depth,
+        principal: None,
+        via,
+    }
+}
+
+/// Header the web chat's proxy sets (`web`), recorded as `via` on
+/// decisions. A label for the audit trail, not a credential.
+pub const CLIENT_HEADER: &str = "x-asg-client";
+
+/// The authenticated caller of a request (the anonymous principal when
+/// authentication is off).
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Caller, ApiError> {
+        Ok(Caller(
+            parts
+                .extensions
+                .get::<Principal>()
+                .cloned()
+                .unwrap_or_else(Principal::anonymous),
+        ))
     }
 }
 

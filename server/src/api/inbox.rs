@@ -14,6 +14,8 @@ use futures::Stream;
 use super::AppState;
 use super::error::ApiError;
 use super::events::live_events;
+use super::extract::Caller;
+use crate::auth::{Principal, policy};
 use crate::engine::Engine;
 
 /// Streams the operator inbox.
@@ -24,21 +26,44 @@ use crate::engine::Engine;
     ))]
 pub async fn inbox_events(
     State(state): State<AppState>,
+    Caller(caller): Caller,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     // Subscribe before listing so no request falls in between.
     let receiver = state.engine.subscribe_inbox()?;
-    let first = pending(&state.engine);
-    let engine = state.engine.clone();
+    let first = pending(&state.engine, &caller);
+    let (engine, for_lag) = (state.engine.clone(), caller.clone());
+    let keep_engine = state.engine.clone();
     Ok(live_events(
         first,
         receiver,
-        move || Some(pending(&engine)),
+        move || Some(pending(&engine, &for_lag)),
+        move |event| visible(&keep_engine, &caller, event),
         state.shutdown.clone(),
     ))
 }
 
-fn pending(engine: &Engine) -> InboxEvent {
-    InboxEvent::Pending {
-        approvals: engine.pending_approvals(),
-    }
+/// Whether `caller` may see an inbox event: approvals it may list, and
+/// changes of conversations it may read.
+fn visible(engine: &Engine, caller: &Principal, event: &InboxEvent) -> bool {
+    let conversation = match event {
+        InboxEvent::Pending { .. } => return true,
+        InboxEvent::ApprovalRequested { approval } => {
+            return policy::can_see_approval(caller, approval);
+        }
+        InboxEvent::ApprovalResolved {
+            conversation_id, ..
+        }
+        | InboxEvent::Status {
+            conversation_id, ..
+        } => *conversation_id,
+    };
+    engine
+        .get(conversation)
+        .is_some_and(|c| policy::can_read(caller, &c))
+}
+
+fn pending(engine: &Engine, caller: &Principal) -> InboxEvent {
+    let mut approvals = engine.pending_approvals();
+    approvals.retain(|a| policy::can_see_approval(caller, a));
+    InboxEvent::Pending { approvals }
 }

@@ -3,7 +3,9 @@
 //! Only this module knows HTTP. Handlers extract, make one engine call and
 //! answer; business rules live in [`crate::engine`].
 
+pub mod access;
 pub mod approvals;
+pub mod auth;
 pub mod conversations;
 pub mod docs;
 pub mod error;
@@ -45,6 +47,8 @@ pub struct AppState {
     pub quarantined_files: usize,
     /// Which `Host` headers are answered ([`guard`]).
     pub hosts: Arc<guard::HostPolicy>,
+    /// Who may call ([`auth`]).
+    pub auth: crate::auth::Authenticator,
 }
 
 /// A shutdown flag that never turns (tests, tools).
@@ -67,6 +71,17 @@ pub struct AgentInfo {
     pub public_url: String,
     /// Version of this build.
     pub version: String,
+    /// What callers must present (declared on the agent card).
+    pub security: CardSecurity,
+}
+
+/// The credentials an agent accepts, as its card declares them.
+#[derive(Debug, Clone, Default)]
+pub struct CardSecurity {
+    /// The OpenID Connect issuer whose bearer tokens are accepted.
+    pub oidc_issuer: Option<String>,
+    /// API keys are accepted (`Authorization: Bearer` or `X-API-Key`).
+    pub api_keys: bool,
 }
 
 /// The REST router.
@@ -101,6 +116,10 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::map_response(body_too_large_as_json))
+        .layer(middleware::from_fn_with_state(
+            state.auth.clone(),
+            auth::authenticate,
+        ))
         .layer(middleware::from_fn_with_state(
             state.hosts.clone(),
             guard::guard,

@@ -13,10 +13,12 @@ use tokio::net::TcpListener;
 
 use crate::a2a::client::A2aClient;
 use crate::api::guard::HostPolicy;
-use crate::api::{self, AgentInfo, AppState};
+use crate::api::{self, AgentInfo, AppState, CardSecurity};
+use crate::audit::AuditLog;
+use crate::auth::Authenticator;
 use crate::config::AgentConfig;
 use crate::engine::catalog::ToolCatalog;
-use crate::engine::{Engine, EngineLimits, EngineParts, HistoryBudget};
+use crate::engine::{DecisionPolicy, Engine, EngineLimits, EngineParts, HistoryBudget};
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
 use crate::store::{JsonFileStore, Store};
@@ -35,6 +37,8 @@ pub struct App {
     tools: Arc<ToolRegistry>,
     /// Conversation files the store set aside at startup.
     quarantined_files: usize,
+    /// Who may call.
+    auth: Authenticator,
 }
 
 impl App {
@@ -54,6 +58,14 @@ impl App {
         let store =
             JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?;
         let store = Arc::new(store);
+        let auth = Authenticator::from_config(&config.auth, env).map_err(StartupError)?;
+        warn_if_open(&config, &auth);
+        let audit = AuditLog::open(&config.data_dir).map_err(|e| {
+            StartupError(format!(
+                "cannot open the audit log in {}: {e}",
+                config.data_dir.display()
+            ))
+        })?;
         let tools = ToolRegistry::start(
             &config.mcp_servers,
             RegistryOptions {
@@ -92,13 +104,19 @@ impl App {
                 max_subscribers_per_conversation: config.limits.max_subscribers_per_conversation,
                 max_subscribers: config.limits.max_subscribers,
             },
+            policy: DecisionPolicy {
+                separate_approver: config.approval.separate_approver,
+            },
+            audit: Some(Arc::new(audit)),
         })
         .await
         .map_err(|e| StartupError(e.to_string()))?;
         // Sub-agents may have moved on while this agent was down.
         let reconciling = engine.clone();
         tokio::spawn(async move { reconciling.reconcile_proxy_approvals().await });
+        auth.warm_up();
         Ok(App {
+            auth,
             quarantined_files: store.quarantined(),
             config,
             engine,
@@ -113,6 +131,7 @@ impl App {
             shutdown,
             engine: self.engine.clone(),
             quarantined_files: self.quarantined_files,
+            auth: self.auth.clone(),
             hosts: Arc::new(HostPolicy::new(
                 &self.config.host,
                 &self.config.allowed_hosts,
@@ -122,6 +141,10 @@ impl App {
                 description: self.config.description.clone(),
                 public_url: self.config.public_base_url(bound_port),
                 version: env!("CARGO_PKG_VERSION").to_string(),
+                security: CardSecurity {
+                    oidc_issuer: self.config.auth.oidc.as_ref().map(|o| o.issuer.clone()),
+                    api_keys: !self.config.auth.api_keys.is_empty(),
+                },
             }),
         })
     }
@@ -158,6 +181,19 @@ impl App {
 /// per-connection chatter (its `peer_info` dump, task lifecycle) only from
 /// `warn` up.
 pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
+
+/// A loud warning when the agent listens beyond loopback with no
+/// credentials required: anyone who reaches the port can approve.
+fn warn_if_open(config: &AgentConfig, auth: &Authenticator) {
+    let loopback = matches!(config.host.as_str(), "localhost" | "::1" | "[::1]")
+        || config.host.starts_with("127.");
+    if !loopback && !auth.enabled() {
+        tracing::warn!(
+            host = %config.host,
+            "NO AUTHENTICATION: the agent listens on a non-loopback address without an `auth:` section; anyone who can reach it can read conversations and approve destructive actions"
+        );
+    }
+}
 
 /// Logging for the server binaries: plain text, `RUST_LOG` (default
 /// [`DEFAULT_LOG_FILTER`]).

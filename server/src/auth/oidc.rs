@@ -2,7 +2,7 @@
 //! key set, a cached JWKS (read again, at most every
 //! [`REFETCH_INTERVAL`], when a token names an unknown key), and
 //! validation with `jsonwebtoken`: signature, `iss`, `aud`, `exp`/`nbf`
-//! with [`LEEWAY_SECS`] of clock skew.
+//! with `clock_skew_secs` of clock skew.
 //!
 //! Only asymmetric algorithms are accepted, and only those of the key's
 //! own type (an RSA key verifies RS*/PS*, an EC key ES*): `alg: none` and
@@ -20,8 +20,6 @@ use serde_json::Value;
 use super::{AuthError, Credential, Principal, Role};
 use crate::config::OidcConfig;
 
-/// Clock skew allowed on `exp` and `nbf`.
-pub const LEEWAY_SECS: u64 = 30;
 /// Least time between two key-set reads.
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(10);
 /// Longest a discovery or key-set request may take.
@@ -38,6 +36,7 @@ struct Inner {
     issuer: String,
     audience: String,
     roles_claim: String,
+    leeway: u64,
     /// IdP group or role name → our role.
     role_map: BTreeMap<String, Role>,
     http: reqwest::Client,
@@ -61,6 +60,7 @@ impl OidcVerifier {
                 issuer: config.issuer.trim_end_matches('/').to_string(),
                 audience: config.audience.clone(),
                 roles_claim: config.roles_claim.clone(),
+                leeway: config.clock_skew_secs,
                 role_map,
                 http: reqwest::Client::new(),
                 keys: RwLock::new(None),
@@ -195,7 +195,7 @@ impl Inner {
         };
         let mut validation = Validation::new(*first);
         validation.algorithms = algorithms;
-        validation.leeway = LEEWAY_SECS;
+        validation.leeway = self.leeway;
         validation.validate_nbf = true;
         validation.set_issuer(&[self.issuer.as_str(), &format!("{}/", self.issuer)]);
         validation.set_audience(&[self.audience.as_str()]);

@@ -55,6 +55,7 @@ fn verifier() -> OidcVerifier {
         issuer: ISSUER.into(),
         audience: AUDIENCE.into(),
         roles_claim: "groups".into(),
+        clock_skew_secs: 30,
     };
     let role_map = BTreeMap::from([("approver".to_string(), vec!["sre".to_string()])]);
     OidcVerifier::with_keys(&config, &role_map, keys().jwks.clone())
@@ -270,6 +271,7 @@ async fn an_unreachable_provider_is_unavailable_not_invalid() {
         issuer: "http://127.0.0.1:9".into(),
         audience: AUDIENCE.into(),
         roles_claim: "roles".into(),
+        clock_skew_secs: 30,
     };
     let verifier = OidcVerifier::new(&config, &BTreeMap::new());
     match verifier.verify(&rsa_token(&claims())).await {

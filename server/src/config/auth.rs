@@ -33,6 +33,13 @@ pub struct OidcConfig {
     /// string).
     #[serde(default = "default_roles_claim")]
     pub roles_claim: String,
+    /// Clock skew allowed on `exp` and `nbf`, in seconds.
+    #[serde(default = "default_clock_skew")]
+    pub clock_skew_secs: u64,
+}
+
+fn default_clock_skew() -> u64 {
+    30
 }
 
 /// One `auth.api_keys` entry.
@@ -67,6 +74,12 @@ impl AuthConfig {
             }
             if oidc.audience.trim().is_empty() {
                 return Err(("auth.oidc.audience".into(), "must not be empty".into()));
+            }
+            if oidc.clock_skew_secs > 300 {
+                return Err((
+                    "auth.oidc.clock_skew_secs".into(),
+                    format!("must be at most 300, got {}", oidc.clock_skew_secs),
+                ));
             }
             if oidc.roles_claim.trim().is_empty() {
                 return Err(("auth.oidc.roles_claim".into(), "must not be empty".into()));

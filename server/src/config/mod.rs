@@ -109,6 +109,10 @@ pub struct SubAgentConfig {
     /// Seconds one delegation may take.
     #[serde(default = "default_sub_agent_timeout")]
     pub timeout_secs: u64,
+    /// Environment variable holding a service credential sent as
+    /// `Authorization: Bearer` when the caller brought no token.
+    #[serde(default)]
+    pub bearer_env: Option<String>,
 }
 
 /// `llm:` section.

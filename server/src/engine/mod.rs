@@ -43,6 +43,7 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use crate::a2a::client::A2aClient;
+use crate::audit::AuditLog;
 use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
@@ -53,9 +54,10 @@ pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
+use crate::auth::policy;
 use index::{ConversationIndex, Slot, SubscriberLimits};
 pub use index::{SubscribersFull, Subscription};
-use turn::Turn;
+use turn::{Decision, Turn};
 
 /// What a turn produced, as the API reports it.
 #[derive(Debug, Clone)]
@@ -111,6 +113,9 @@ pub enum EngineError {
     /// The agent is shutting down and starts no new turns.
     #[error("the agent is shutting down and starts no new turns; retry in a moment")]
     ShuttingDown,
+    /// The caller may not do this; says why.
+    #[error("{0}")]
+    Forbidden(String),
     /// Too many event streams are open.
     #[error("{}", match .0 {
         SubscribersFull::Conversation(n) => format!("this conversation already has {n} open event streams (limits.max_subscribers_per_conversation); close one and retry"),
@@ -153,6 +158,17 @@ pub struct EngineParts {
     pub catalog: ToolCatalog,
     /// Caps on what a turn keeps and sends.
     pub limits: EngineLimits,
+    /// Who may decide approvals.
+    pub policy: DecisionPolicy,
+    /// Where decisions are recorded (`data_dir/audit.jsonl`).
+    pub audit: Option<Arc<AuditLog>>,
+}
+
+/// Who may decide approvals, beyond holding the approver role.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DecisionPolicy {
+    /// The principal whose turn raised an approval may not decide it.
+    pub separate_approver: bool,
 }
 
 /// Caps on what a turn keeps and sends to the model.
@@ -193,6 +209,8 @@ struct Inner {
     max_tool_steps: usize,
     catalog: ToolCatalog,
     limits: EngineLimits,
+    policy: DecisionPolicy,
+    audit: Option<Arc<AuditLog>>,
     subscribers: SubscriberLimits,
     index: ConversationIndex,
     /// The running turns.
@@ -234,6 +252,8 @@ impl Engine {
                 max_tool_steps: parts.max_tool_steps,
                 catalog: parts.catalog,
                 limits: parts.limits,
+                policy: parts.policy,
+                audit: parts.audit,
                 subscribers: SubscriberLimits::new(
                     parts.limits.max_subscribers_per_conversation,
                     parts.limits.max_subscribers,
@@ -403,8 +423,14 @@ impl Engine {
                 .and_then(|p| approval::resolvable(&conversation, p.uuid))
                 .cloned()
                 .ok_or(EngineError::NotCancelable(id))?;
+            let by = policy::actor(&ctx.caller(), None, ctx.via);
             let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
-            let result = turn.cancel(pending, reason).await;
+            let decision = Decision {
+                approve: false,
+                reason,
+                by,
+            };
+            let result = turn.cancel(pending, decision).await;
             settle(&inner, &slot, result).await
         })
         .await
@@ -438,12 +464,19 @@ impl Engine {
 
     /// Summaries of every conversation, newest first, with counts.
     pub fn list(&self) -> ConversationList {
+        self.list_where(|_| true)
+    }
+
+    /// Summaries of the conversations `visible` accepts, newest first,
+    /// with their counts.
+    pub fn list_where(&self, visible: impl Fn(&Conversation) -> bool) -> ConversationList {
         let mut summary = StatusSummary::default();
         let mut conversations: Vec<ConversationSummary> = self
             .inner
             .index
             .snapshots()
             .into_iter()
+            .filter(|c| visible(c))
             .map(|c| {
                 summary.total += 1;
                 match c.status {
@@ -490,7 +523,7 @@ async fn create_turn(
         pending_approval: None,
         pipeline_state: None,
         turn_in_progress: false,
-        owner: None,
+        owner: ctx.requester().map(|actor| actor.subject),
         decisions: Vec::new(),
         created_at: now,
         updated_at: now,
@@ -548,9 +581,18 @@ async fn decision_turn(
             conversation: slot.snapshot(),
         });
     };
+    let caller = ctx.caller();
+    let role = policy::can_decide(&caller, &pending, inner.policy.separate_approver)
+        .map_err(|refusal| EngineError::Forbidden(refusal.to_string()))?;
+    let decided_by = policy::actor(&caller, Some(role), ctx.via);
     slot.emit(ConversationEvent::TurnStarted);
     let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
-    let result = turn.run_decision(pending, approve, reason).await;
+    let decision = Decision {
+        approve,
+        reason,
+        by: decided_by,
+    };
+    let result = turn.run_decision(pending, decision).await;
     settle(&inner, &slot, result).await
 }
 

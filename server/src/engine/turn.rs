@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use asg_shared::rest::TurnResult;
 use asg_shared::{
-    ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, PipelineState, Role,
+    Actor, ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Message,
+    PendingApproval, PipelineState, Role,
 };
 use async_trait::async_trait;
 use chrono::Utc;
@@ -18,7 +19,18 @@ use super::llm_node::{self, Gate, Invocation, NodeOutcome, Recorder};
 use super::run::{Exec, Failure, Flow, Pause, Resume, Transcript};
 use super::tree::Node;
 use super::{EngineError, Inner, TurnOutcome, approval, history, new_message};
+use crate::audit::AuditLine;
 use crate::context::RequestContext;
+
+/// A human's decision on a pending approval.
+pub(crate) struct Decision {
+    /// Approve or reject.
+    pub approve: bool,
+    /// Why (shown to the model on a rejection).
+    pub reason: Option<String>,
+    /// Who decided, in which role, through which channel.
+    pub by: Actor,
+}
 
 pub(crate) struct Turn<'a> {
     inner: Arc<Inner>,
@@ -125,13 +137,15 @@ impl<'a> Turn<'a> {
     pub(crate) async fn run_decision(
         mut self,
         mut pending: PendingApproval,
-        approve: bool,
-        reason: Option<String>,
+        decision: Decision,
     ) -> Result<TurnOutcome, EngineError> {
         self.conversation.turn_in_progress = true;
+        let approve = decision.approve;
+        self.record_decision(&pending, &decision, "decision")?;
         let outcome = self
-            .apply_decision(&mut pending, approve, reason.as_deref())
+            .apply_decision(&mut pending, approve, decision.reason.as_deref())
             .await?;
+        self.audit_outcome(&pending, &outcome);
         let (content, is_error) = match outcome {
             CallOutcome::Done { content, is_error } => (content, is_error),
             CallOutcome::Remote { agent, approval } if approve => {
@@ -207,6 +221,58 @@ impl<'a> Turn<'a> {
         })
     }
 
+    /// Records who decided on the conversation, and in the audit log
+    /// (synced) before anything runs.
+    fn record_decision(
+        &mut self,
+        pending: &PendingApproval,
+        decision: &Decision,
+        event: &str,
+    ) -> Result<(), EngineError> {
+        let (word, outcome) = match (decision.approve, event) {
+            (true, _) => ("approved", "executing"),
+            (false, "cancel") => ("canceled", "not_run"),
+            (false, _) => ("rejected", "not_run"),
+        };
+        if let Some(audit) = &self.inner.audit {
+            let mut line = AuditLine::about("decision", pending, outcome);
+            line.decision = Some(word);
+            line.by = Some(&decision.by);
+            line.reason = decision.reason.as_deref();
+            audit.append(&line).map_err(|e| {
+                tracing::error!(error = %e, "cannot write the audit log; the decision is not applied");
+                EngineError::Store(format!("cannot write the audit log: {e}"))
+            })?;
+        }
+        tracing::info!(approval = %pending.uuid, decision = word, by = %decision.by.subject, "approval decided");
+        self.conversation.decisions.push(ApprovalDecision {
+            approval_uuid: pending.uuid,
+            tool_name: pending.tool_name.clone(),
+            approved: decision.approve,
+            decided_by: decision.by.clone(),
+            decided_at: Utc::now(),
+            reason: decision.reason.clone(),
+        });
+        Ok(())
+    }
+
+    /// The outcome line of a decided call in the audit log.
+    fn audit_outcome(&self, pending: &PendingApproval, outcome: &CallOutcome) {
+        let Some(audit) = &self.inner.audit else {
+            return;
+        };
+        let word = match outcome {
+            CallOutcome::Done {
+                is_error: false, ..
+            } => "succeeded",
+            CallOutcome::Done { is_error: true, .. } => "failed",
+            CallOutcome::Remote { .. } => "waiting_again",
+        };
+        if let Err(error) = audit.append(&AuditLine::about("outcome", pending, word)) {
+            tracing::error!(%error, "cannot write an outcome to the audit log");
+        }
+    }
+
     /// A rejection inside a pipeline: the remaining steps do not run.
     async fn cancel_pipeline(
         mut self,
@@ -262,9 +328,14 @@ impl<'a> Turn<'a> {
     pub(crate) async fn cancel(
         mut self,
         pending: PendingApproval,
-        reason: Option<String>,
+        mut decision: Decision,
     ) -> Result<TurnOutcome, EngineError> {
-        let reason = reason.unwrap_or_else(|| "canceled by the client".to_string());
+        let reason = decision
+            .reason
+            .clone()
+            .unwrap_or_else(|| "canceled by the client".to_string());
+        decision.reason = Some(reason.clone());
+        self.record_decision(&pending, &decision, "cancel")?;
         let mut text = approval::rejection_text(Some(&reason));
         if pending.remote_task_id.is_some() {
             // The sub-agent's approval is rejected too, so nothing waits
@@ -401,7 +472,11 @@ impl<'a> Turn<'a> {
             .index
             .add_approval(pending.uuid, self.conversation.id);
         tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "destructive call stopped for approval");
-        self.conversation.pending_approval = Some(*pending);
+        let mut pending = *pending;
+        if pending.requested_by.is_none() {
+            pending.requested_by = self.ctx.requester();
+        }
+        self.conversation.pending_approval = Some(pending);
         self.conversation.pipeline_state = pipeline;
         self.conversation.status = ConversationStatus::WaitingApproval;
         self.conversation.turn_in_progress = false;

@@ -64,7 +64,11 @@ pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
             "request body too large".into(),
         );
     };
-    let mut outgoing = proxy.http.request(parts.method.clone(), &url).body(body);
+    let mut outgoing = proxy
+        .http
+        .request(parts.method.clone(), &url)
+        .header(crate::api::extract::CLIENT_HEADER, "web")
+        .body(body);
     for name in FORWARDED_REQUEST {
         if let Some(value) = parts.headers.get(name) {
             outgoing = outgoing.header(name, value);

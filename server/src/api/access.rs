@@ -1,0 +1,43 @@
+//! The authorization checks of the handlers: a conversation the caller
+//! may not see is answered as not found, so its existence is not
+//! revealed (the rules: [`crate::auth::policy`]).
+
+use std::sync::Arc;
+
+use asg_shared::Conversation;
+use axum::http::StatusCode;
+use uuid::Uuid;
+
+use super::error::ApiError;
+use crate::auth::{Principal, policy};
+use crate::engine::Engine;
+
+/// The conversation, when `caller` may read it; 404 otherwise.
+pub fn readable(
+    engine: &Engine,
+    caller: &Principal,
+    id: Uuid,
+) -> Result<Arc<Conversation>, ApiError> {
+    engine
+        .get(id)
+        .filter(|c| policy::can_read(caller, c))
+        .ok_or_else(|| ApiError::not_found(format!("conversation {id} not found")))
+}
+
+/// Ok when `caller` may send to the conversation: 404 when it may not
+/// even read it, 403 when it reads it (as an approver or admin) but does
+/// not own it.
+pub fn continuable(engine: &Engine, caller: &Principal, id: Uuid) -> Result<(), ApiError> {
+    let conversation = readable(engine, caller, id)?;
+    if policy::can_continue(caller, &conversation) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!(
+            "only the principal that started conversation {id} may continue it; {} may read it",
+            caller.subject
+        ),
+    ))
+}

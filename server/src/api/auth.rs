@@ -1,0 +1,71 @@
+//! Authentication at the edge: every request except the public pages
+//! (`/`, `/health`, `/docs`, `/openapi.json`, the agent card) must carry a
+//! credential; the principal goes into the request's extensions for the
+//! handlers. Missing or invalid credentials answer 401 with
+//! `WWW-Authenticate: Bearer` naming the problem; a provider whose keys
+//! cannot be read answers 503. Nothing about the credential is logged.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiError;
+use crate::auth::{AuthError, Authenticator};
+
+/// Paths anyone may read.
+const PUBLIC: [&str; 6] = [
+    "/",
+    "/health",
+    "/docs",
+    "/openapi.json",
+    "/.well-known/agent-card.json",
+    "/.well-known/agent.json",
+];
+
+/// The middleware: authenticates, or answers 401 / 503.
+pub async fn authenticate(
+    State(auth): State<Authenticator>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if PUBLIC.contains(&request.uri().path()) {
+        return next.run(request).await;
+    }
+    match auth.authenticate(request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => refusal(&error),
+    }
+}
+
+fn refusal(error: &AuthError) -> Response {
+    let (status, description) = match error {
+        AuthError::Missing => (StatusCode::UNAUTHORIZED, None),
+        AuthError::Invalid(why) => (StatusCode::UNAUTHORIZED, Some(why.as_str())),
+        AuthError::Unavailable(_) => {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "auth_unavailable",
+                error.to_string(),
+            )
+            .into_response();
+        }
+    };
+    let mut response = ApiError::new(status, "unauthenticated", error.to_string()).into_response();
+    let challenge = match description {
+        Some(why) => format!(
+            "Bearer error=\"invalid_token\", error_description=\"{}\"",
+            why.replace(['"', '\\'], "'")
+        ),
+        None => "Bearer".to_string(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}

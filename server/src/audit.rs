@@ -1,0 +1,177 @@
+//! The audit log: `data_dir/audit.jsonl`, append-only, one JSON line per
+//! approval decision (written and synced before the approved call runs)
+//! and one per outcome. It names who decided, never a credential: a
+//! line holds the principal's subject, name, role and channel, the tool
+//! and a SHA-256 of its exact arguments, not the arguments themselves.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use asg_shared::{Actor, PendingApproval};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+/// File name under `data_dir`.
+pub const FILE_NAME: &str = "audit.jsonl";
+
+/// One line.
+#[derive(Debug, Serialize)]
+pub struct AuditLine<'a> {
+    /// `decision` or `outcome`.
+    pub event: &'a str,
+    /// When.
+    pub time: DateTime<Utc>,
+    /// The conversation.
+    pub conversation: Uuid,
+    /// The approval.
+    pub approval: Uuid,
+    /// The tool (or sub-agent).
+    pub tool: &'a str,
+    /// `sha256:` of the arguments' JSON.
+    pub arguments_sha256: String,
+    /// `approved`, `rejected` or `canceled` (decision lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<&'a str>,
+    /// Who decided (decision lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<&'a Actor>,
+    /// Who raised the approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<&'a Actor>,
+    /// The reason given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    /// `executing`, `not_run` (decision lines); `succeeded`, `failed`,
+    /// `waiting_again` (outcome lines).
+    pub outcome: &'a str,
+}
+
+impl<'a> AuditLine<'a> {
+    /// A line about `approval`.
+    pub fn about(event: &'a str, approval: &'a PendingApproval, outcome: &'a str) -> Self {
+        AuditLine {
+            event,
+            time: Utc::now(),
+            conversation: approval.conversation_id,
+            approval: approval.uuid,
+            tool: &approval.tool_name,
+            arguments_sha256: arguments_hash(&approval.tool_args),
+            decision: None,
+            by: None,
+            requested_by: approval.requested_by.as_ref(),
+            reason: None,
+            outcome,
+        }
+    }
+}
+
+/// `sha256:<hex>` of the arguments' JSON (keys in sorted order).
+pub fn arguments_hash(arguments: &serde_json::Map<String, Value>) -> String {
+    let sorted: std::collections::BTreeMap<&String, &Value> = arguments.iter().collect();
+    let bytes = serde_json::to_vec(&sorted).unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The append-only file.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl AuditLog {
+    /// Opens (creates, owner-only) `data_dir/audit.jsonl` for appending.
+    pub fn open(data_dir: &Path) -> std::io::Result<AuditLog> {
+        let path = data_dir.join(FILE_NAME);
+        let mut options = OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(&path)?;
+        Ok(AuditLog {
+            path,
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Appends a line and syncs it to disk before returning.
+    pub fn append(&self, line: &AuditLine<'_>) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        file.write_all(&bytes)?;
+        file.sync_data()
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn argument_hashes_ignore_key_order_and_see_every_value() {
+        let a = json!({"name": "web", "value": 1});
+        let b = json!({"value": 1, "name": "web"});
+        let c = json!({"name": "web", "value": 2});
+        let hash = |v: &Value| arguments_hash(v.as_object().unwrap());
+        assert_eq!(hash(&a), hash(&b));
+        assert_ne!(hash(&a), hash(&c));
+        assert!(hash(&a).starts_with("sha256:") && hash(&a).len() == 7 + 64);
+    }
+
+    #[test]
+    fn lines_are_appended_as_json_and_the_file_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::open(dir.path()).unwrap();
+        let approval: PendingApproval = serde_json::from_value(json!({
+            "uuid": Uuid::new_v4(), "conversation_id": Uuid::new_v4(),
+            "tool_name": "resources_add", "tool_args": {"name": "x"},
+            "description": "d", "created_at": Utc::now(), "call_id": "c"}))
+        .unwrap();
+        let actor = Actor {
+            subject: "alice".into(),
+            name: None,
+            role: Some("approver".into()),
+            via: Some("rest".into()),
+        };
+        let mut line = AuditLine::about("decision", &approval, "executing");
+        line.decision = Some("approved");
+        line.by = Some(&actor);
+        log.append(&line).unwrap();
+        log.append(&AuditLine::about("outcome", &approval, "succeeded"))
+            .unwrap();
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["by"]["subject"], "alice");
+        assert_eq!(lines[0]["decision"], "approved");
+        assert_eq!(lines[1]["outcome"], "succeeded");
+        assert!(!text.contains("\"name\":\"x\""), "arguments are hashed");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(log.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}
