@@ -276,3 +276,19 @@ mod tests {
         assert!(parse(r#"{"approve": true}"#).is_err());
     }
 }
+
+/// `GET /me`: who the agent takes the caller for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Me {
+    /// The principal: the token's `sub`, an API key's name, or
+    /// `anonymous` when the agent requires no credentials.
+    pub subject: String,
+    /// Display name, when the token has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Roles beyond chatting: `approver`, `admin`.
+    pub roles: Vec<String>,
+    /// False when the agent requires no credentials (no `auth:`).
+    pub authenticated: bool,
+}

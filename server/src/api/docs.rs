@@ -20,6 +20,7 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system
     paths(
         system::health,
         system::tools_index,
+        system::me,
         conversations::conversations_create,
         conversations::conversations_index,
         conversations::conversations_show,

@@ -90,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(docs::index_page))
         .route("/health", get(system::health))
         .route("/tools", get(system::tools_index))
+        .route("/me", get(system::me))
         .route("/docs", get(docs::docs_page))
         .route("/openapi.json", get(docs::openapi_json))
         .route(

@@ -35,3 +35,26 @@ pub async fn tools_index(State(state): State<AppState>) -> Json<ToolList> {
         tools: state.engine.tool_infos(),
     })
 }
+
+/// Who the agent takes the caller for, and its roles (the web chat shows
+/// Approve / Reject only to approvers; the server stays the authority).
+#[utoipa::path(get, path = "/me", tag = "system",
+    responses(
+        (status = 200, body = asg_shared::rest::Me,
+            example = json!({"subject": "alice", "name": "Alice Approver", "roles": ["approver"], "authenticated": true})),
+        (status = 401, description = "No or invalid credentials", body = asg_shared::rest::ErrorBody),
+    ))]
+pub async fn me(
+    super::extract::Caller(caller): super::extract::Caller,
+) -> Json<asg_shared::rest::Me> {
+    Json(asg_shared::rest::Me {
+        subject: caller.subject.clone(),
+        name: caller.name.clone(),
+        roles: caller
+            .roles
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect(),
+        authenticated: !caller.is_anonymous(),
+    })
+}
