@@ -55,6 +55,21 @@ pub fn binary(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// A copy of `testdata/<base>` with `extra` YAML appended, in a temp dir
+/// (kept alive by the returned guard); scripted-model paths still point
+/// at `testdata/scripted/`.
+pub fn config_with(base: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = std::fs::read_to_string(testdata(base)).expect("read the base config");
+    let text = text.replace(
+        "scripted:scripted/",
+        &format!("scripted:{}/", testdata("scripted").display()),
+    );
+    let path = dir.path().join("agent.yaml");
+    std::fs::write(&path, format!("{text}\n{extra}\n")).expect("write the config");
+    (dir, path)
+}
+
 /// Options for [`Agent::start`].
 #[derive(Debug, Default, Clone)]
 pub struct AgentOptions {
@@ -242,6 +257,15 @@ impl Agent {
             .await
             .expect("GET failed");
         read(response).await
+    }
+
+    /// GET with extra headers (e.g. `authorization`).
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+        let mut request = self.http.get(format!("{}{path}", self.url));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        read(request.send().await.expect("GET failed")).await
     }
 
     /// POST a JSON value.

@@ -3,12 +3,13 @@
 //! two kinds of tool, a timeout next to calls in flight, the operator
 //! inbox, event-stream caps and a graceful shutdown during a turn.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use asg_tests::{
-    Agent, AgentOptions, approval_uuid, binary, conversation_id, testdata, tool_messages,
+    Agent, AgentOptions, approval_uuid, binary, config_with, conversation_id, testdata,
+    tool_messages,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -227,19 +228,6 @@ async fn the_operator_inbox_sees_approvals_of_every_conversation() {
         resolved["conversation_id"],
         conversation_id(&answer).as_str()
     );
-}
-
-fn config_with(base: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(testdata(base)).unwrap();
-    // Relative paths in the config (the scripted rules) stay valid.
-    let text = text.replace(
-        "scripted:scripted/",
-        &format!("scripted:{}/", testdata("scripted").display()),
-    );
-    let path = dir.path().join("agent.yaml");
-    std::fs::write(&path, format!("{text}\n{extra}\n")).unwrap();
-    (dir, path)
 }
 
 #[tokio::test]
