@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::conversation::{Conversation, ConversationStatus, Message, PendingApproval};
+use crate::conversation::{
+    ApprovalDecision, Conversation, ConversationStatus, Message, PendingApproval,
+};
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +39,9 @@ pub enum ConversationEvent {
     ApprovalResolved {
         /// Its uuid.
         uuid: Uuid,
+        /// Who decided, when and why (absent for an interruption).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<Box<ApprovalDecision>>,
     },
     /// The conversation's status changed.
     Status {
@@ -85,6 +90,9 @@ pub enum InboxEvent {
         uuid: Uuid,
         /// Its conversation.
         conversation_id: Uuid,
+        /// Who decided, when and why (absent for an interruption).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<Box<ApprovalDecision>>,
     },
     /// A conversation's status changed (e.g. to `waiting_approval`).
     Status {

@@ -224,6 +224,8 @@ async fn the_operator_inbox_sees_approvals_of_every_conversation() {
     assert_eq!(status, 200);
     let resolved = events.next_of("approval_resolved").await;
     assert_eq!(resolved["uuid"], uuid.as_str(), "{resolved}");
+    assert_eq!(resolved["decision"]["approved"], true, "{resolved}");
+    assert_eq!(resolved["decision"]["decided_by"]["via"], "rest");
     assert_eq!(
         resolved["conversation_id"],
         conversation_id(&answer).as_str()

@@ -124,7 +124,7 @@ impl Slot {
 
 /// An approval or status change between two saved versions.
 enum Change {
-    Resolved(Uuid),
+    Resolved(Uuid, Option<Box<asg_shared::ApprovalDecision>>),
     Requested(Box<asg_shared::PendingApproval>),
     Status(asg_shared::ConversationStatus),
 }
@@ -132,9 +132,10 @@ enum Change {
 impl Change {
     fn for_inbox(&self, conversation_id: Uuid) -> InboxEvent {
         match self {
-            Change::Resolved(uuid) => InboxEvent::ApprovalResolved {
+            Change::Resolved(uuid, decision) => InboxEvent::ApprovalResolved {
                 uuid: *uuid,
                 conversation_id,
+                decision: decision.clone(),
             },
             Change::Requested(approval) => InboxEvent::ApprovalRequested {
                 approval: (**approval).clone(),
@@ -148,7 +149,9 @@ impl Change {
 
     fn for_conversation(self) -> ConversationEvent {
         match self {
-            Change::Resolved(uuid) => ConversationEvent::ApprovalResolved { uuid },
+            Change::Resolved(uuid, decision) => {
+                ConversationEvent::ApprovalResolved { uuid, decision }
+            }
             Change::Requested(approval) => ConversationEvent::ApprovalRequested {
                 approval: *approval,
             },
@@ -164,7 +167,13 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
     if let Some(uuid) = old
         && new.is_none_or(|p| p.uuid != uuid)
     {
-        changes.push(Change::Resolved(uuid));
+        let decision = current
+            .decisions
+            .iter()
+            .rev()
+            .find(|d| d.approval_uuid == uuid)
+            .map(|d| Box::new(d.clone()));
+        changes.push(Change::Resolved(uuid, decision));
     }
     if let Some(pending) = new
         && old != Some(pending.uuid)

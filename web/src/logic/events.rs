@@ -48,7 +48,7 @@ pub fn apply_event(current: &mut Option<Conversation>, event: ConversationEvent)
             }
             effects.refresh_list = true;
         }
-        ConversationEvent::ApprovalResolved { uuid } => {
+        ConversationEvent::ApprovalResolved { uuid, .. } => {
             if let Some(conversation) = current
                 && conversation
                     .pending_approval
@@ -179,13 +179,17 @@ mod tests {
             &mut current,
             ConversationEvent::ApprovalResolved {
                 uuid: Uuid::from_u128(99),
+                decision: None,
             },
         );
         assert!(current.as_ref().unwrap().pending_approval.is_some());
 
         apply_event(
             &mut current,
-            ConversationEvent::ApprovalResolved { uuid: pending.uuid },
+            ConversationEvent::ApprovalResolved {
+                uuid: pending.uuid,
+                decision: None,
+            },
         );
         assert!(!shows_approval(current.as_ref().unwrap()));
         apply_event(
@@ -245,7 +249,8 @@ mod tests {
         assert_eq!(
             parsed,
             Ok(ConversationEvent::ApprovalResolved {
-                uuid: Uuid::from_u128(1)
+                uuid: Uuid::from_u128(1),
+                decision: None,
             })
         );
         assert!(parse_event("{nope").unwrap_err().contains("live event"));

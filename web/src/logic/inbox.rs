@@ -49,6 +49,7 @@ pub fn apply_inbox_event(
         InboxEvent::ApprovalResolved {
             uuid,
             conversation_id,
+            ..
         } => {
             approvals.retain(|a| a.uuid != uuid);
             with_summary(conversations, conversation_id, |summary| {
@@ -187,6 +188,7 @@ mod tests {
             InboxEvent::ApprovalResolved {
                 uuid: id(40),
                 conversation_id: id(1),
+                decision: None,
             },
         );
         assert!(!refresh);
