@@ -2,17 +2,29 @@
 //! `/api/*` to the agent's REST API on the same origin, so the browser
 //! needs no CORS set-up. Streaming answers (server-sent events) pass
 //! through as they arrive; `Authorization` and `X-Session-ID` are
-//! forwarded.
+//! forwarded. With `oidc:` (or `oauth2:`) in `web.yaml`, the browser
+//! signs in through the provider (`auth.rs`, `oidc.rs`); the tokens stay
+//! here, in a session the browser knows only by an HttpOnly cookie
+//! (`session.rs`), and the proxy adds `Authorization: Bearer` to `/api`
+//! calls. State-changing `/api` calls from other sites are refused
+//! (`security.rs`).
 
+pub mod auth;
+pub mod oidc;
 mod proxy;
+pub mod security;
+pub mod session;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::Router;
 use axum::response::Html;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use serde::Deserialize;
+
+use self::oidc::{LoginSettings, ProviderKind};
+use self::session::SessionStore;
 use tower_http::services::{ServeDir, ServeFile};
 
 /// `web.yaml`.
@@ -32,6 +44,108 @@ pub struct WebConfig {
     /// relative to the working directory.
     #[serde(default = "default_dist")]
     pub dist_dir: PathBuf,
+    /// Browser sign-in with OpenID Connect (authorization code + PKCE).
+    #[serde(default)]
+    pub oidc: Option<OidcLoginConfig>,
+    /// Browser sign-in with plain OAuth2 endpoints (the reference
+    /// implementation's block); the user is who the agent's `/me` says.
+    #[serde(default)]
+    pub oauth2: Option<OAuth2LoginConfig>,
+    /// Where sessions are kept across restarts (`web-sessions.json`,
+    /// owner-only); in memory only when absent.
+    #[serde(default)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// `oidc:` in `web.yaml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcLoginConfig {
+    /// The issuer (discovery at `{issuer}/.well-known/openid-configuration`).
+    pub issuer: String,
+    /// This web server's client id at the provider.
+    pub client_id: String,
+    /// The environment variable holding the client secret (none: a public
+    /// client, PKCE only).
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// This server's `/auth/callback` as the provider knows it.
+    pub redirect_url: String,
+    /// Scopes (`openid` is always asked for).
+    #[serde(default = "default_scopes")]
+    pub scopes: Vec<String>,
+    /// Where the provider sends the browser after sign-out (must be
+    /// registered there); without it the provider shows its own page.
+    #[serde(default)]
+    pub post_logout_redirect_url: Option<String>,
+}
+
+/// `oauth2:` in `web.yaml` (the reference implementation's keys).
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuth2LoginConfig {
+    /// Client id.
+    pub client_id: String,
+    /// The client secret written in the file (prefer `client_secret_env`).
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// The environment variable holding the client secret.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// Authorization endpoint.
+    pub auth_url: String,
+    /// Token endpoint.
+    pub token_url: String,
+    /// Revocation endpoint (RFC 7009).
+    #[serde(default)]
+    pub revoke_url: Option<String>,
+    /// This server's `/auth/callback`.
+    pub redirect_url: String,
+    /// Scopes.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for OAuth2LoginConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth2LoginConfig")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[redacted]"),
+            )
+            .field("client_secret_env", &self.client_secret_env)
+            .field("auth_url", &self.auth_url)
+            .field("token_url", &self.token_url)
+            .field("revoke_url", &self.revoke_url)
+            .field("redirect_url", &self.redirect_url)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
+fn default_scopes() -> Vec<String> {
+    ["openid", "profile", "email", "offline_access"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn secret_from_env(field: &str, var: &Option<String>) -> Result<Option<String>, String> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Ok(Some(value)),
+        _ => Err(format!(
+            "{field}: the environment variable {var} is not set (it holds the client secret)"
+        )),
+    }
+}
+
+fn check_url(field: &str, url: &str) -> Result<(), String> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(format!("{field}: must be an http(s) URL, got {url:?}"))
+    }
 }
 
 fn default_agent_url() -> String {
@@ -62,24 +176,112 @@ impl WebConfig {
                 config.agent_url
             ));
         }
+        config
+            .login_settings()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(config)
+    }
+
+    /// The sign-in settings, when `oidc:` or `oauth2:` is set (secrets read
+    /// from the environment now).
+    pub fn login_settings(&self) -> Result<Option<LoginSettings>, String> {
+        match (&self.oidc, &self.oauth2) {
+            (None, None) => Ok(None),
+            (Some(_), Some(_)) => Err("oidc and oauth2: set one of them, not both".into()),
+            (Some(o), None) => {
+                check_url("oidc.issuer", &o.issuer)?;
+                check_url("oidc.redirect_url", &o.redirect_url)?;
+                if let Some(url) = &o.post_logout_redirect_url {
+                    check_url("oidc.post_logout_redirect_url", url)?;
+                }
+                if o.client_id.trim().is_empty() {
+                    return Err("oidc.client_id: must not be empty".into());
+                }
+                Ok(Some(LoginSettings {
+                    provider: ProviderKind::Oidc {
+                        issuer: o.issuer.trim_end_matches('/').to_string(),
+                    },
+                    client_id: o.client_id.clone(),
+                    client_secret: secret_from_env("oidc.client_secret_env", &o.client_secret_env)?,
+                    redirect_url: o.redirect_url.clone(),
+                    scopes: o.scopes.clone(),
+                    post_logout_redirect_url: o.post_logout_redirect_url.clone(),
+                }))
+            }
+            (None, Some(o)) => {
+                check_url("oauth2.auth_url", &o.auth_url)?;
+                check_url("oauth2.token_url", &o.token_url)?;
+                check_url("oauth2.redirect_url", &o.redirect_url)?;
+                if let Some(url) = &o.revoke_url {
+                    check_url("oauth2.revoke_url", url)?;
+                }
+                let client_secret =
+                    match secret_from_env("oauth2.client_secret_env", &o.client_secret_env)? {
+                        Some(secret) => Some(secret),
+                        None => o.client_secret.clone().filter(|s| !s.is_empty()),
+                    };
+                Ok(Some(LoginSettings {
+                    provider: ProviderKind::OAuth2 {
+                        auth_url: o.auth_url.clone(),
+                        token_url: o.token_url.clone(),
+                        revoke_url: o.revoke_url.clone(),
+                    },
+                    client_id: o.client_id.clone(),
+                    client_secret,
+                    redirect_url: o.redirect_url.clone(),
+                    scopes: o.scopes.clone(),
+                    post_logout_redirect_url: None,
+                }))
+            }
+        }
     }
 }
 
-/// The web server's router.
+/// The web server's router (sessions in memory, or under `data_dir`).
 pub fn router(config: &WebConfig) -> Router {
-    let proxy = Arc::new(proxy::Proxy::new(&config.agent_url));
+    let sessions = match &config.data_dir {
+        Some(dir) => SessionStore::persisted(dir).unwrap_or_else(|e| {
+            tracing::error!("web sessions kept in memory only: {e}");
+            SessionStore::in_memory()
+        }),
+        None => SessionStore::in_memory(),
+    };
+    router_with(config, sessions)
+}
+
+/// The router with a given session store.
+pub fn router_with(config: &WebConfig, sessions: SessionStore) -> Router {
+    let login = match config.login_settings() {
+        Ok(login) => login,
+        Err(e) => {
+            tracing::error!("login disabled: {e}");
+            None
+        }
+    };
+    let auth =
+        login.map(|settings| Arc::new(auth::WebAuth::new(settings, sessions, &config.agent_url)));
+    let proxy = Arc::new(proxy::Proxy::new(&config.agent_url, auth.clone()));
     let index = config.dist_dir.join("index.html");
     let api = Router::new()
         .route("/api/{*path}", any(proxy::forward))
         .route("/api", any(proxy::forward))
         .with_state(proxy);
+    let auth_routes = match auth {
+        Some(auth) => Router::new()
+            .route("/auth/login", get(auth::login))
+            .route("/auth/callback", get(auth::callback))
+            .route("/auth/logout", post(auth::logout))
+            .route("/auth/me", get(auth::me))
+            .with_state(auth),
+        None => Router::new().route("/auth/{*path}", any(auth::not_configured)),
+    };
     let router = Router::new()
         .route(
             "/web/health",
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
         )
-        .merge(api);
+        .merge(api)
+        .merge(auth_routes);
     if index.is_file() {
         router.fallback_service(ServeDir::new(&config.dist_dir).fallback(ServeFile::new(index)))
     } else {

@@ -1,4 +1,8 @@
-//! `/api/*` -> the agent, streaming both ways.
+//! `/api/*` -> the agent, streaming both ways. State-changing requests
+//! from another site are refused (403). With login configured, a
+//! signed-in session's access token is sent as `Authorization: Bearer`
+//! (whatever the browser sent), and a request without a session and
+//! without its own credentials gets 401.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +12,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::TryStreamExt;
+
+use super::auth::{WebAuth, json_error, sign_in_required};
+use super::security::check_same_origin;
 
 /// Request headers passed to the agent.
 const FORWARDED_REQUEST: [&str; 5] = [
@@ -19,7 +26,12 @@ const FORWARDED_REQUEST: [&str; 5] = [
 ];
 
 /// Response headers passed back to the browser.
-const FORWARDED_RESPONSE: [&str; 3] = ["content-type", "cache-control", "x-session-id"];
+const FORWARDED_RESPONSE: [&str; 4] = [
+    "content-type",
+    "cache-control",
+    "x-session-id",
+    "www-authenticate",
+];
 
 /// Largest request body forwarded.
 const MAX_BODY: usize = 1024 * 1024;
@@ -28,12 +40,15 @@ const MAX_BODY: usize = 1024 * 1024;
 pub struct Proxy {
     agent_url: String,
     http: reqwest::Client,
+    auth: Option<Arc<WebAuth>>,
 }
 
 impl Proxy {
-    /// A proxy to `agent_url`.
-    pub fn new(agent_url: &str) -> Proxy {
+    /// A proxy to `agent_url`, adding the session's token when `auth` is
+    /// set.
+    pub fn new(agent_url: &str, auth: Option<Arc<WebAuth>>) -> Proxy {
         Proxy {
+            auth,
             agent_url: agent_url.trim_end_matches('/').to_string(),
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(5))
@@ -46,6 +61,24 @@ impl Proxy {
 /// Forwards one request.
 pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    let trusted = proxy
+        .auth
+        .as_ref()
+        .map(|a| a.trusted_origins())
+        .unwrap_or_default();
+    if let Err(refused) = check_same_origin(&parts.method, &parts.headers, trusted) {
+        tracing::warn!(method = %parts.method, path = %parts.uri.path(), "{}", refused.0);
+        return json_error(StatusCode::FORBIDDEN, "forbidden", &refused.0);
+    }
+    let bearer = match &proxy.auth {
+        None => None,
+        Some(auth) => match auth.bearer(&parts.headers).await {
+            Ok(token) => Some(token),
+            // A script with its own credentials (no session) passes.
+            Err(_) if parts.headers.contains_key("authorization") => None,
+            Err(_) => return sign_in_required(),
+        },
+    };
     let path = parts.uri.path().strip_prefix("/api").unwrap_or_default();
     let query = parts
         .uri
@@ -70,9 +103,15 @@ pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
         .header(crate::api::extract::CLIENT_HEADER, "web")
         .body(body);
     for name in FORWARDED_REQUEST {
+        if name == "authorization" && bearer.is_some() {
+            continue;
+        }
         if let Some(value) = parts.headers.get(name) {
             outgoing = outgoing.header(name, value);
         }
+    }
+    if let Some(token) = &bearer {
+        outgoing = outgoing.bearer_auth(token);
     }
     let upstream = match outgoing.send().await {
         Ok(upstream) => upstream,
