@@ -178,3 +178,199 @@ impl Drop for Browser {
         let _ = self.driver.kill();
     }
 }
+
+/// Sign-in set-ups: a real OpenID Connect provider
+/// ([`asg_tests::oidc::OidcProvider`]), an agent that requires its tokens
+/// (`auth.oidc`) and the `web` binary with `oidc:` in its `web.yaml`.
+pub mod login {
+    use std::io::{BufRead, BufReader};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use asg_tests::oidc::{AUDIENCE, OidcOptions, OidcProvider, WEB_CLIENT_ID, free_port};
+    use asg_tests::{Agent, AgentOptions, binary, listening_port, testdata};
+
+    /// The environment variable the test `web.yaml` names for the client
+    /// secret.
+    pub const SECRET_ENV: &str = "ASG_E2E_WEB_CLIENT_SECRET";
+
+    /// Provider, agent and web server, with their config files.
+    pub struct LoginStack {
+        /// The OpenID Connect provider.
+        pub provider: OidcProvider,
+        /// The agent (`auth.oidc` pointing at the provider).
+        pub agent: Agent,
+        /// The web server (`oidc:` pointing at the provider).
+        pub web: LoginWeb,
+        _dir: tempfile::TempDir,
+    }
+
+    /// Options of [`LoginStack::start_with`].
+    #[derive(Debug, Clone, Default)]
+    pub struct LoginOptions {
+        /// Lifetime of the web client's access tokens (default 300 s).
+        pub access_token_ttl: Option<u64>,
+    }
+
+    impl LoginStack {
+        /// Starts the three with default options.
+        pub async fn start(dist: &Path) -> LoginStack {
+            LoginStack::start_with(dist, LoginOptions::default()).await
+        }
+
+        /// Starts the provider (the web server's exact redirect and
+        /// post-logout URIs registered), the agent and the web server.
+        pub async fn start_with(dist: &Path, options: LoginOptions) -> LoginStack {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let web_port = free_port();
+            let web_url = format!("http://127.0.0.1:{web_port}");
+            let provider = OidcProvider::start_with(OidcOptions {
+                redirect_uris: vec![format!("{web_url}/auth/callback")],
+                post_logout_redirect_uris: vec![format!("{web_url}/")],
+                web_access_token_ttl: options.access_token_ttl,
+                ..OidcOptions::default()
+            })
+            .await;
+            let agent_config = dir.path().join("agent.yaml");
+            std::fs::write(&agent_config, agent_yaml(&provider.issuer)).expect("agent.yaml");
+            let agent = Agent::start(&agent_config, AgentOptions::default()).await;
+            let web_config = dir.path().join("web.yaml");
+            std::fs::write(
+                &web_config,
+                web_yaml(&agent.url, &provider.issuer, &web_url, dist),
+            )
+            .expect("web.yaml");
+            let web = LoginWeb::start(&web_config, web_port, &provider.web_client_secret);
+            LoginStack {
+                provider,
+                agent,
+                web,
+                _dir: dir,
+            }
+        }
+    }
+
+    /// The agent's configuration: the scenario tests' resource manager
+    /// with `auth.oidc`.
+    pub fn agent_yaml(issuer: &str) -> String {
+        let rules = testdata("scripted/resources.yaml");
+        format!(
+            "name: resource-manager\n\
+             description: Resource manager behind OpenID Connect.\n\
+             prompt: You are a resource manager.\n\
+             host: 127.0.0.1\n\
+             llm:\n  model: scripted:{}\n\
+             mcp_servers:\n  - name: resources\n    command: mcp-resources\n    timeout_secs: 5\n\
+             auth:\n  oidc:\n    issuer: {issuer}\n    audience: {AUDIENCE}\n    roles_claim: roles\n",
+            rules.display()
+        )
+    }
+
+    /// The web server's configuration with `oidc:`.
+    pub fn web_yaml(agent_url: &str, issuer: &str, web_url: &str, dist: &Path) -> String {
+        format!(
+            "agent_url: {agent_url}\n\
+             host: 127.0.0.1\n\
+             dist_dir: {}\n\
+             oidc:\n  issuer: {issuer}\n  client_id: {WEB_CLIENT_ID}\n  client_secret_env: {SECRET_ENV}\n  \
+             redirect_url: {web_url}/auth/callback\n  post_logout_redirect_url: {web_url}/\n  \
+             scopes: [openid, profile, email, offline_access]\n",
+            dist.display()
+        )
+    }
+
+    /// A `web` process started with a given `web.yaml`; its log is kept.
+    pub struct LoginWeb {
+        child: Child,
+        /// `http://127.0.0.1:PORT`.
+        pub url: String,
+        log: Arc<Mutex<String>>,
+    }
+
+    impl LoginWeb {
+        /// Starts `web --config <config> --port <port>` with the client
+        /// secret in [`SECRET_ENV`].
+        pub fn start(config: &Path, port: u16, secret: &str) -> LoginWeb {
+            let mut child = Command::new(binary("web"))
+                .arg("--config")
+                .arg(config)
+                .args(["--port", &port.to_string()])
+                .env(SECRET_ENV, secret)
+                .env("RUST_LOG", "info")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("cannot start the web binary");
+            let log = Arc::new(Mutex::new(String::new()));
+            let (tx, rx) = std::sync::mpsc::channel::<u16>();
+            for stream in [
+                child
+                    .stdout
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+                child
+                    .stderr
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let log = log.clone();
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                        if let Some(port) = listening_port(&line) {
+                            let _ = tx.send(port);
+                        }
+                        if let Ok(mut log) = log.lock() {
+                            log.push_str(&line);
+                            log.push('\n');
+                        }
+                    }
+                });
+            }
+            let port = match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(port) => port,
+                Err(_) => {
+                    let _ = child.kill();
+                    std::thread::sleep(Duration::from_millis(200));
+                    panic!(
+                        "the web binary did not start; its output:\n{}",
+                        log.lock().map(|l| l.clone()).unwrap_or_default()
+                    );
+                }
+            };
+            LoginWeb {
+                child,
+                url: format!("http://127.0.0.1:{port}"),
+                log,
+            }
+        }
+
+        /// Everything it printed so far.
+        pub fn log(&self) -> String {
+            self.log.lock().map(|l| l.clone()).unwrap_or_default()
+        }
+    }
+
+    impl Drop for LoginWeb {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The built bundle, or a directory without one (HTTP-only tests).
+    pub fn dist_or_empty() -> PathBuf {
+        let dist = asg_tests::workspace_root().join("web/dist");
+        if dist.join("index.html").is_file() {
+            dist
+        } else {
+            std::env::temp_dir()
+        }
+    }
+}

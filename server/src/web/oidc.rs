@@ -486,7 +486,17 @@ impl Login {
                 .await;
             match outcome {
                 Ok(r) if r.status().is_success() => revoked += 1,
-                Ok(r) => tracing::warn!(status = %r.status(), hint, "token revocation refused"),
+                Ok(r) => {
+                    let status = r.status();
+                    let body = r.text().await.unwrap_or_default();
+                    if body.contains("unsupported_token_type") {
+                        // RFC 7009 §2.2.1: e.g. self-contained JWT access
+                        // tokens, which simply expire.
+                        tracing::info!(hint, "the provider does not revoke this token type");
+                    } else {
+                        tracing::warn!(%status, hint, "token revocation refused");
+                    }
+                }
                 Err(e) => tracing::warn!(hint, "token revocation failed: {}", e.without_url()),
             }
         }
