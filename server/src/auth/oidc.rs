@@ -132,10 +132,15 @@ impl Inner {
             .ok()
             .and_then(|l| *l)
             .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL);
-        if recently && cached.is_some() {
-            return Err(AuthError::Invalid(format!(
-                "the token's key id {kid:?} is not one of the provider's keys"
-            )));
+        // Rate-limited: a token naming an unknown key (or a provider that
+        // is down) does not make every request hit the provider.
+        if recently {
+            return Err(match cached {
+                Some(_) => AuthError::Invalid(format!(
+                    "the token's key id {kid:?} is not one of the provider's keys"
+                )),
+                None => AuthError::Unavailable("the last attempt to read them failed".into()),
+            });
         }
         let keys = self.fetch().await.map_err(AuthError::Unavailable)?;
         find(&keys, kid).ok_or_else(|| {

@@ -289,7 +289,7 @@ async fn bench(s: &Settings) -> Result<Report> {
         let (http, url) = (http.clone(), Arc::new(format!("{base}/health")));
         move |_client: usize, _iteration: usize| {
             let (http, url) = (http.clone(), url.clone());
-            async move { get_ok(&http, &url, b"{\"status\":\"ok\"}").await }
+            async move { get_ok(&http, &url, b"{\"status\":\"ok\"").await }
         }
     };
     load::run(s.clients, s.get_warmup, health.clone()).await?;
