@@ -9,7 +9,7 @@ use std::time::Duration;
 use asg_shared::events::{ConversationEvent, InboxEvent};
 use asg_shared::rest::{
     ApprovalList, ApprovalRequest, ConversationList, ConversationResponse,
-    CreateConversationRequest, SendMessageRequest, ToolList,
+    CreateConversationRequest, Me, SendMessageRequest, ToolList,
 };
 use futures::StreamExt;
 use futures::channel::oneshot;
@@ -42,7 +42,11 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, RequestError
 }
 
 async fn get<T: DeserializeOwned>(path: &str) -> Result<T, RequestError> {
-    let response = Request::get(&format!("{API}{path}"))
+    get_url(&format!("{API}{path}")).await
+}
+
+async fn get_url<T: DeserializeOwned>(url: &str) -> Result<T, RequestError> {
+    let response = Request::get(url)
         .header("accept", "application/json")
         .send()
         .await
@@ -59,6 +63,32 @@ async fn post<B: Serialize, T: DeserializeOwned>(path: &str, body: &B) -> Result
         .await
         .map_err(|e| RequestError::Network(e.to_string()))?;
     read(response).await
+}
+
+/// `GET /auth/me` of the web server: who is signed in (401: nobody; 404
+/// with `login_not_configured`: the web server has no login).
+pub async fn auth_me() -> Result<Me, RequestError> {
+    get_url("/auth/me").await
+}
+
+/// `GET /me` of the agent: who the agent takes this browser for.
+pub async fn agent_me() -> Result<Me, RequestError> {
+    get("/me").await
+}
+
+/// `POST /auth/logout`: ends the session; where to go next (the
+/// provider's end-session page, or `/`).
+pub async fn logout() -> Result<String, RequestError> {
+    #[derive(serde::Deserialize)]
+    struct Next {
+        redirect: String,
+    }
+    let response = Request::post("/auth/logout")
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| RequestError::Network(e.to_string()))?;
+    read::<Next>(response).await.map(|n| n.redirect)
 }
 
 /// `GET /conversations`: summaries, newest first, and counts by status.

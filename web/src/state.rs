@@ -13,6 +13,7 @@ use leptos::task::spawn_local;
 use uuid::Uuid;
 
 use crate::api::{self, LiveEvents, LiveStatus};
+use crate::logic::auth::{AuthState, RESEND_KEY, Resend, login_url};
 use crate::logic::errors::{self, ErrorKind, RequestError, UserError};
 use crate::logic::events::{apply_event, merge_conversation};
 use crate::logic::inbox::{apply_inbox_event, overlay_pending};
@@ -41,6 +42,8 @@ pub struct AppState {
     pub live: RwSignal<Option<LiveStatus>>,
     /// The operator inbox stream (approvals of every conversation).
     pub inbox_live: RwSignal<Option<LiveStatus>>,
+    /// Sign-in state and the user's roles.
+    pub auth: RwSignal<AuthState>,
     /// The composer's text.
     pub draft: RwSignal<String>,
     /// The composer, to focus it.
@@ -64,6 +67,7 @@ impl AppState {
             error: RwSignal::new(None),
             live: RwSignal::new(None),
             inbox_live: RwSignal::new(None),
+            auth: RwSignal::new(AuthState::Unknown),
             draft: RwSignal::new(String::new()),
             composer: NodeRef::new(),
             subscription: StoredValue::new_local(None),
@@ -77,8 +81,14 @@ impl AppState {
         self.busy.get() > 0 || self.turn_running.get()
     }
 
-    /// Shows an error in the banner.
+    /// Shows an error in the banner. A "sign in required" answer while
+    /// login is configured means the session ended: the chat shows Sign in.
     pub fn report(&self, error: UserError) {
+        if error.kind == ErrorKind::SignInRequired
+            && self.auth.with_untracked(AuthState::login_configured)
+        {
+            self.auth.set(AuthState::SignedOut);
+        }
         self.error.set(Some(error));
     }
 
@@ -86,9 +96,89 @@ impl AppState {
         self.report(errors::describe(error));
     }
 
+    /// Finds out who is signed in, then (unless sign-in is needed first)
+    /// loads the data and sends a message kept across a sign-in again.
+    pub fn start(&self) {
+        let this = *self;
+        spawn_local(async move {
+            let auth = match api::auth_me().await {
+                Ok(me) => AuthState::SignedIn(me),
+                Err(error) if error.status() == Some(401) => AuthState::SignedOut,
+                // 404 (no login in web.yaml) or an older web server.
+                Err(_) => AuthState::NoLogin {
+                    me: api::agent_me().await.ok(),
+                },
+            };
+            let signed_out = auth == AuthState::SignedOut;
+            this.auth.set(auth);
+            if signed_out {
+                return;
+            }
+            this.load();
+            this.resend_after_sign_in();
+        });
+    }
+
+    /// Sends the browser to the provider's sign-in, coming back to this
+    /// page.
+    pub fn sign_in(&self) {
+        let location = window().location();
+        let back = format!(
+            "{}{}",
+            location.pathname().unwrap_or_else(|_| "/".into()),
+            location.search().unwrap_or_default()
+        );
+        let _ = location.set_href(&login_url(&back));
+    }
+
+    /// Signs in and then sends `message` into `conversation` again (an MCP
+    /// server asked for a signed-in user). The message waits in
+    /// sessionStorage across the redirect.
+    pub fn sign_in_and_resend(&self, conversation: Uuid, message: String) {
+        if let Ok(Some(storage)) = window().session_storage() {
+            let resend = Resend {
+                conversation_id: conversation,
+                message,
+            };
+            let _ = storage.set_item(RESEND_KEY, &resend.to_storage());
+        }
+        self.set_url(Some(conversation), false);
+        self.sign_in();
+    }
+
+    /// After a sign-in: the kept message, if any, is sent again (once).
+    fn resend_after_sign_in(&self) {
+        if !matches!(self.auth.get_untracked(), AuthState::SignedIn(_)) {
+            return;
+        }
+        let Ok(Some(storage)) = window().session_storage() else {
+            return;
+        };
+        let kept = storage.get_item(RESEND_KEY).ok().flatten();
+        let _ = storage.remove_item(RESEND_KEY);
+        if let Some(resend) = kept.as_deref().and_then(Resend::from_storage) {
+            self.select(Some(resend.conversation_id), false);
+            self.send_text(resend.message);
+        }
+    }
+
+    /// Ends the session at the web server (which revokes the tokens) and
+    /// follows it to the provider's sign-out page, if it has one.
+    pub fn sign_out(&self) {
+        let this = *self;
+        spawn_local(async move {
+            match api::logout().await {
+                Ok(next) => {
+                    let _ = window().location().set_href(&next);
+                }
+                Err(error) => this.report_request(&error),
+            }
+        });
+    }
+
     /// Loads the list, the pending approvals and the tools, follows the
     /// inbox, and opens the conversation named in the URL.
-    pub fn start(&self) {
+    fn load(&self) {
         self.refresh_list();
         self.follow_inbox();
         let this = *self;
@@ -342,6 +432,11 @@ impl AppState {
             return;
         }
         self.draft.set(String::new());
+        self.send_text(text);
+    }
+
+    /// Sends `text` into the selected conversation, or into a new one.
+    fn send_text(&self, text: String) {
         self.error.set(None);
         self.busy.update(|b| *b += 1);
         let this = *self;

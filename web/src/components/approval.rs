@@ -5,6 +5,7 @@ use asg_shared::PendingApproval;
 use leptos::prelude::*;
 
 use crate::components::args::ArgsTable;
+use crate::logic::auth::actor_label;
 use crate::logic::events::shows_approval;
 use crate::state::AppState;
 
@@ -71,6 +72,15 @@ fn Panel(approval: PendingApproval) -> impl IntoView {
                             <dd class="approval-node">{node}</dd>
                         }
                     })}
+                {approval
+                    .requested_by
+                    .as_ref()
+                    .map(|actor| {
+                        view! {
+                            <dt>"Requested by"</dt>
+                            <dd class="approval-requested-by">{actor_label(actor)}</dd>
+                        }
+                    })}
                 <dt>"Approval"</dt>
                 <dd>
                     <code class="approval-uuid">{uuid.to_string()}</code>
@@ -80,7 +90,17 @@ fn Panel(approval: PendingApproval) -> impl IntoView {
                 <ArgsTable args=approval.tool_args.clone() open_json=true />
             </div>
             </div>
-            <div class="approval-actions">
+            <Show
+                when=move || state.auth.with(|a| a.can_approve())
+                fallback=|| {
+                    view! {
+                        <p class="approval-no-permission muted">
+                            "Waiting for an approver: only users with the approver role can approve or reject this action."
+                        </p>
+                    }
+                }
+            >
+                <div class="approval-actions">
                 <input
                     id="reject-reason"
                     type="text"
@@ -96,6 +116,7 @@ fn Panel(approval: PendingApproval) -> impl IntoView {
                     "Approve"
                 </button>
             </div>
+            </Show>
         </section>
     }
 }

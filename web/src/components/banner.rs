@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::logic::errors::ErrorKind;
 use crate::state::AppState;
 
 /// `#error-banner`, shown while there is an error.
@@ -12,6 +13,8 @@ pub fn ErrorBanner() -> impl IntoView {
     move || {
         state.error.get().map(|error| {
             let retry = error.retryable();
+            let sign_in = error.kind == ErrorKind::SignInRequired
+                && state.auth.with_untracked(|a| a.login_configured());
             view! {
                 <div id="error-banner" class="banner" role="alert">
                     <span class="banner-icon" aria-hidden="true">"!"</span>
@@ -19,6 +22,15 @@ pub fn ErrorBanner() -> impl IntoView {
                         <strong>{error.title}</strong>
                         <span>{error.detail}</span>
                     </div>
+                    <Show when=move || sign_in>
+                        <button
+                            type="button"
+                            class="btn small primary banner-sign-in"
+                            on:click=move |_| state.sign_in()
+                        >
+                            "Sign in"
+                        </button>
+                    </Show>
                     <Show when=move || retry>
                         <button type="button" class="btn small" on:click=move |_| state.retry()>
                             "Retry"

@@ -8,16 +8,35 @@ use crate::components::approval::ApprovalPanel;
 use crate::components::banner::ErrorBanner;
 use crate::components::composer::{Composer, WorkingLine};
 use crate::components::messages::MessageList;
+use crate::logic::auth::AuthState;
 use crate::logic::labels::{short_id, status_label};
 use crate::state::AppState;
 
 /// The right-hand side.
 #[component]
 pub fn ChatPane() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let signed_out = move || state.auth.with(|a| *a == AuthState::SignedOut);
     view! {
         <main class="chat">
             <ChatHeader />
             <div class="chat-body">
+                <Show when=signed_out>
+                    <div id="sign-in-prompt" class="sign-in-prompt">
+                        <h2>"Sign in to use the agent"</h2>
+                        <p class="muted">
+                            "This chat needs to know who you are: your name is recorded on what you ask and what you approve."
+                        </p>
+                        <button
+                            id="sign-in-main"
+                            type="button"
+                            class="btn primary"
+                            on:click=move |_| state.sign_in()
+                        >
+                            "Sign in"
+                        </button>
+                    </div>
+                </Show>
                 <ErrorBanner />
                 <MessageList />
             </div>

@@ -6,6 +6,7 @@ use leptos::html::Div;
 use leptos::prelude::*;
 
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
+use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
 use crate::logic::json::{Shown, show_text};
 use crate::logic::labels::clock;
 use crate::logic::markdown::render_markdown;
@@ -244,6 +245,34 @@ fn ToolCard(exchange: ToolExchange) -> impl IntoView {
     let args = exchange.call().map(|c| c.arguments.clone());
     let result = exchange.result.clone();
     let call_id = exchange.call_id().to_string();
+    let approval = exchange.call().and_then(|c| c.approval_uuid);
+    let decided = Memo::new(move |_| {
+        let approval = approval?;
+        state.conversation.with(|c| {
+            c.as_ref()
+                .and_then(|c| decision_for(&c.decisions, approval))
+                .map(|d| (d.approved, decision_label(d)))
+        })
+    });
+    let wants_sign_in = result
+        .as_ref()
+        .is_some_and(|r| is_error && needs_sign_in(&r.content));
+    let retry_sign_in = move |_| {
+        let last = state.conversation.with_untracked(|c| {
+            c.as_ref().and_then(|c| {
+                let text = c
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User)
+                    .map(|m| m.content.clone())?;
+                Some((c.id, text))
+            })
+        });
+        if let Some((id, text)) = last {
+            state.sign_in_and_resend(id, text);
+        }
+    };
     let tool_state = Memo::new(move |_| {
         let working = state.working();
         state.conversation.with(|c| {
@@ -275,12 +304,41 @@ fn ToolCard(exchange: ToolExchange) -> impl IntoView {
                             </div>
                         }
                     })}
+                {move || {
+                    decided
+                        .get()
+                        .map(|(approved, label)| {
+                            view! {
+                                <p
+                                    class="tool-decided-by"
+                                    class:approved=approved
+                                    class:rejected=!approved
+                                >
+                                    {label}
+                                </p>
+                            }
+                        })
+                }}
                 {result
                     .map(|result| {
                         view! {
                             <div class="tool-result" class:error=is_error>
                                 <div class="tool-result-label">{result_label}</div>
                                 <ToolOutput content=result.content />
+                                <Show when=move || wants_sign_in>
+                                    <div class="tool-sign-in">
+                                        <span>"The tool server needs you to sign in."</span>
+                                        <Show when=move || state.auth.with(|a| a.login_configured())>
+                                            <button
+                                                type="button"
+                                                class="btn small primary sign-in-retry"
+                                                on:click=retry_sign_in
+                                            >
+                                                "Sign in and send again"
+                                            </button>
+                                        </Show>
+                                    </div>
+                                </Show>
                             </div>
                         }
                     })}

@@ -6,6 +6,7 @@ use asg_shared::rest::ConversationSummary;
 use leptos::prelude::*;
 
 use crate::api::LiveStatus;
+use crate::logic::auth::{AuthState, display_name, roles_label};
 use crate::logic::inbox::is_pending;
 use crate::logic::labels::{clock, conversation_title, count, status_label};
 use crate::state::AppState;
@@ -45,6 +46,7 @@ pub fn Sidebar() -> impl IntoView {
                     " New conversation"
                 </button>
             </div>
+            <UserBox />
             <button
                 class="pending"
                 type="button"
@@ -70,6 +72,63 @@ pub fn Sidebar() -> impl IntoView {
                 </Show>
             </ul>
         </aside>
+    }
+}
+
+/// `#user`: who is signed in (name, roles) with Sign out, or Sign in when
+/// the web server has a login and nobody is signed in.
+#[component]
+fn UserBox() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    move || match state.auth.get() {
+        AuthState::SignedIn(me) => {
+            let name = display_name(&me);
+            let roles = roles_label(&me);
+            view! {
+                <div id="user" class="user" data-subject=me.subject.clone()>
+                    <span class="user-avatar" aria-hidden="true">
+                        {name.chars().next().map(|c| c.to_uppercase().to_string()).unwrap_or_default()}
+                    </span>
+                    <span class="user-text">
+                        <span class="user-name" title=me.subject.clone()>{name}</span>
+                        <span class="user-roles muted">{roles}</span>
+                    </span>
+                    <button
+                        id="sign-out"
+                        type="button"
+                        class="btn small ghost"
+                        on:click=move |_| state.sign_out()
+                    >
+                        "Sign out"
+                    </button>
+                </div>
+            }
+            .into_any()
+        }
+        AuthState::SignedOut => view! {
+            <div id="user" class="user signed-out">
+                <span class="muted">"Not signed in"</span>
+                <button
+                    id="sign-in"
+                    type="button"
+                    class="btn small primary"
+                    on:click=move |_| state.sign_in()
+                >
+                    "Sign in"
+                </button>
+            </div>
+        }
+        .into_any(),
+        AuthState::NoLogin { me: Some(me) } if me.authenticated => view! {
+            <div id="user" class="user">
+                <span class="user-text">
+                    <span class="user-name">{display_name(&me)}</span>
+                    <span class="user-roles muted">{roles_label(&me)}</span>
+                </span>
+            </div>
+        }
+        .into_any(),
+        _ => ().into_any(),
     }
 }
 

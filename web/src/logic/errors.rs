@@ -77,6 +77,10 @@ pub enum ErrorKind {
     NotFound,
     /// The request was refused as invalid.
     Invalid,
+    /// Not signed in (or the session ended): the banner offers "Sign in".
+    SignInRequired,
+    /// Signed in, but not allowed (e.g. deciding without the approver role).
+    Forbidden,
     /// Anything else.
     Other,
 }
@@ -195,6 +199,12 @@ pub fn describe(error: &RequestError) -> UserError {
         (_, "sub_agent_error") => {
             user_error(ErrorKind::SubAgentFailed, "A sub-agent failed", message)
         }
+        (401, _) => user_error(
+            ErrorKind::SignInRequired,
+            "Sign in required",
+            format!("{} Sign in, then try again.", sentence(&message)),
+        ),
+        (403, _) => user_error(ErrorKind::Forbidden, "Not allowed", sentence(&message)),
         (404, _) => user_error(ErrorKind::NotFound, "Not found", message),
         (400 | 413 | 422, _) => user_error(ErrorKind::Invalid, "Request refused", message),
         (502 | 503, _) => user_error(
@@ -235,6 +245,25 @@ pub fn turn_failure(error: &str) -> UserError {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn sign_in_and_forbidden_answers_show_the_server_message() {
+        let shown = describe(&RequestError::from_response(
+            401,
+            json!({"error": {"code": "unauthenticated", "message": "Sign in to use the chat."}})
+                .to_string(),
+        ));
+        assert_eq!(shown.kind, ErrorKind::SignInRequired);
+        assert!(shown.detail.contains("Sign in to use the chat."));
+        let shown = describe(&RequestError::from_response(
+            403,
+            json!({"error": {"code": "forbidden", "message": "deciding approvals needs the approver role"}})
+                .to_string(),
+        ));
+        assert_eq!(shown.kind, ErrorKind::Forbidden);
+        assert_eq!(shown.title, "Not allowed");
+        assert_eq!(shown.detail, "deciding approvals needs the approver role.");
+    }
 
     fn http(status: u16, body: serde_json::Value) -> RequestError {
         RequestError::from_response(status, body.to_string())

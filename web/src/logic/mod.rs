@@ -2,6 +2,7 @@
 //! host as well as in the browser.
 
 pub mod args;
+pub mod auth;
 pub mod errors;
 pub mod events;
 pub mod inbox;
