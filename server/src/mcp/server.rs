@@ -223,10 +223,9 @@ impl McpServer {
         let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.expose());
         let attempt = async {
             let transport = StreamableHttpClientTransport::from_config(config);
-            let mut client = client_config()
-                .serve(transport)
-                .await
-                .map_err(|e| self.unavailable(format!("cannot connect: {e}")))?;
+            let mut client = client_config().serve(transport).await.map_err(|e| {
+                self.unavailable(format!("cannot connect: {e}{}", sign_in_note(&e)))
+            })?;
             let result = client.peer().call_tool(params).await;
             let _ = client.close_with_timeout(CLOSE_TIMEOUT).await;
             result.map_err(|e| match is_transport_failure(&e) {
@@ -305,10 +304,12 @@ impl McpServer {
                 Target::Http { url } => {
                     let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     let transport = StreamableHttpClientTransport::from_config(config);
-                    client_config()
-                        .serve(transport)
-                        .await
-                        .map_err(|e| format!("MCP initialization at {url} failed: {e}"))
+                    client_config().serve(transport).await.map_err(|e| {
+                        format!(
+                            "MCP initialization at {url} failed: {e}{}",
+                            sign_in_note(&e)
+                        )
+                    })
                 }
             }
         };
@@ -418,4 +419,37 @@ fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
             }
         }
     });
+}
+
+/// The phrase the web chat recognizes (it then offers to sign in and send
+/// the message again) when an MCP server over HTTP answered 401.
+pub const SIGN_IN_REQUIRED: &str = "sign-in required";
+
+/// `" (sign-in required: ...)"` when the error chain holds rmcp's
+/// `AuthRequiredError` (the server answered 401), else nothing.
+fn sign_in_note(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.is::<rmcp::transport::streamable_http_client::AuthRequiredError>() {
+            return format!(" ({SIGN_IN_REQUIRED}: the MCP server answered 401 Unauthorized)");
+        }
+        current = e.source();
+    }
+    String::new()
+}
+
+#[cfg(test)]
+mod sign_in_tests {
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, StreamableHttpError};
+
+    use super::*;
+
+    #[test]
+    fn a_401_from_an_http_mcp_server_says_sign_in_is_required() {
+        let error = StreamableHttpError::<std::io::Error>::AuthRequired(AuthRequiredError::new(
+            "Bearer".into(),
+        ));
+        assert!(sign_in_note(&error).contains(SIGN_IN_REQUIRED));
+        assert_eq!(sign_in_note(&std::io::Error::other("refused")), "");
+    }
 }
