@@ -23,6 +23,42 @@ pub fn listening_port(line: &str) -> Option<u16> {
         .and_then(|p| p.parse().ok())
 }
 
+/// Reads a child's stdout and stderr line by line into `log` (so the
+/// pipes never fill up), and sends the port that `port_of` finds in a
+/// line (e.g. the binaries' "listening on http://127.0.0.1:PORT").
+pub fn capture_output(
+    child: &mut Child,
+    log: &Arc<Mutex<String>>,
+    port_of: fn(&str) -> Option<u16>,
+) -> std::sync::mpsc::Receiver<u16> {
+    let (port_tx, port_rx) = std::sync::mpsc::channel::<u16>();
+    let streams = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    ];
+    for stream in streams.into_iter().flatten() {
+        let (log, port_tx) = (log.clone(), port_tx.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if let Some(port) = port_of(&line) {
+                    let _ = port_tx.send(port);
+                }
+                if let Ok(mut log) = log.lock() {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
+    }
+    port_rx
+}
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -146,34 +182,7 @@ impl Agent {
         }
         let mut child = command.spawn().expect("cannot start the agent binary");
         let log = Arc::new(Mutex::new(String::new()));
-        let (port_tx, port_rx) = std::sync::mpsc::channel::<u16>();
-        for stream in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let log = log.clone();
-            let port_tx = port_tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if let Some(port) = listening_port(&line) {
-                        let _ = port_tx.send(port);
-                    }
-                    if let Ok(mut log) = log.lock() {
-                        log.push_str(&line);
-                        log.push('\n');
-                    }
-                }
-            });
-        }
+        let port_rx = capture_output(&mut child, &log, listening_port);
         let port = match port_rx.recv_timeout(Duration::from_secs(60)) {
             Ok(port) => port,
             Err(_) => {

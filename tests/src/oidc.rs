@@ -10,7 +10,6 @@
 //! `scripts/test.sh` installs the npm packages (`npm ci` in `tests/oidc`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -217,37 +216,11 @@ impl OidcProvider {
                  install Node.js >= 20.18 and run scripts/test.sh"
             ),
         };
-        let (port_tx, port_rx) = std::sync::mpsc::channel::<u16>();
-        for stream in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let log = self.log.clone();
-            let port_tx = port_tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if line.starts_with("oidc provider listening on")
-                        && let Some(port) = listening_port(&line)
-                    {
-                        let _ = port_tx.send(port);
-                    }
-                    if let Ok(mut log) = log.lock() {
-                        log.push_str(&line);
-                        log.push('\n');
-                    }
-                }
-            });
-        }
-        drop(port_tx);
+        let port_rx = crate::capture_output(&mut child, &self.log, |line| {
+            line.starts_with("oidc provider listening on")
+                .then(|| listening_port(line))
+                .flatten()
+        });
         self.stdin = child.stdin.take();
         self.child = Some(child);
         let port = match port_rx.recv_timeout(Duration::from_secs(30)) {
