@@ -212,6 +212,10 @@ pub mod login {
     pub struct LoginOptions {
         /// Lifetime of the web client's access tokens (default 300 s).
         pub access_token_ttl: Option<u64>,
+        /// The web server with the reference implementation's `oauth2:`
+        /// block (the provider's endpoints from its discovery document)
+        /// instead of `oidc:`.
+        pub oauth2: bool,
     }
 
     impl LoginStack {
@@ -237,11 +241,12 @@ pub mod login {
             std::fs::write(&agent_config, agent_yaml(&provider.issuer)).expect("agent.yaml");
             let agent = Agent::start(&agent_config, AgentOptions::default()).await;
             let web_config = dir.path().join("web.yaml");
-            std::fs::write(
-                &web_config,
-                web_yaml(&agent.url, &provider.issuer, &web_url, dist),
-            )
-            .expect("web.yaml");
+            let yaml = if options.oauth2 {
+                web_yaml_oauth2(&agent.url, &provider.discovery().await, &web_url, dist)
+            } else {
+                web_yaml(&agent.url, &provider.issuer, &web_url, dist)
+            };
+            std::fs::write(&web_config, yaml).expect("web.yaml");
             let web = LoginWeb::start(&web_config, web_port, &provider.web_client_secret);
             LoginStack {
                 provider,
@@ -278,6 +283,36 @@ pub mod login {
              redirect_url: {web_url}/auth/callback\n  post_logout_redirect_url: {web_url}/\n  \
              scopes: [openid, profile, email, offline_access]\n",
             dist.display()
+        )
+    }
+
+    /// The web server's configuration with `oauth2:` (the reference
+    /// implementation's block): the endpoints from the provider's
+    /// discovery document `discovery`, no ID token used.
+    pub fn web_yaml_oauth2(
+        agent_url: &str,
+        discovery: &serde_json::Value,
+        web_url: &str,
+        dist: &Path,
+    ) -> String {
+        let endpoint = |name: &str| {
+            discovery[name]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {name} in {discovery}"))
+                .to_string()
+        };
+        format!(
+            "agent_url: {agent_url}\n\
+             host: 127.0.0.1\n\
+             dist_dir: {}\n\
+             oauth2:\n  client_id: {WEB_CLIENT_ID}\n  client_secret_env: {SECRET_ENV}\n  \
+             auth_url: {}\n  token_url: {}\n  revoke_url: {}\n  \
+             redirect_url: {web_url}/auth/callback\n  \
+             scopes: [openid, profile, email, offline_access]\n",
+            dist.display(),
+            endpoint("authorization_endpoint"),
+            endpoint("token_endpoint"),
+            endpoint("revocation_endpoint"),
         )
     }
 

@@ -220,6 +220,7 @@ async fn tokens_are_refreshed_before_they_expire() {
         &dist_or_empty(),
         LoginOptions {
             access_token_ttl: Some(20),
+            ..LoginOptions::default()
         },
     )
     .await;
@@ -229,4 +230,87 @@ async fn tokens_are_refreshed_before_they_expire() {
     assert_eq!(who["subject"], "alice");
     let log = stack.web.log();
     assert!(log.contains("web session tokens refreshed"), "{log}");
+}
+
+#[tokio::test]
+async fn oauth2_block_signs_in_with_the_user_from_the_agent() {
+    // The reference implementation's `oauth2:` block: the same code flow
+    // with PKCE on configured endpoints, no ID token; who signed in is
+    // what the agent's GET /me says about the access token.
+    let stack = LoginStack::start_with(
+        &dist_or_empty(),
+        LoginOptions {
+            oauth2: true,
+            ..LoginOptions::default()
+        },
+    )
+    .await;
+    let discovery = stack.provider.discovery().await;
+    let issuer = &stack.provider.issuer;
+    assert_eq!(
+        discovery["authorization_endpoint"],
+        format!("{issuer}/auth")
+    );
+    assert_eq!(discovery["token_endpoint"], format!("{issuer}/token"));
+    assert_eq!(
+        discovery["revocation_endpoint"],
+        format!("{issuer}/token/revocation")
+    );
+    let http = client();
+
+    let (status, _) = me(&stack, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let (cookie, location) = sign_in(&stack, "alice", "/?c=oauth2").await;
+    assert_eq!(location, "/?c=oauth2");
+    let (status, who) = me(&stack, Some(&cookie)).await;
+    assert_eq!(status, StatusCode::OK, "{who}\n{}", stack.web.log());
+    assert_eq!(who["subject"], "alice", "{who}");
+    assert_eq!(who["name"], "Alice Approver", "{who}");
+    assert_eq!(who["roles"], json!(["approver"]), "{who}");
+    assert_eq!(who["authenticated"], true, "{who}");
+
+    // An /api call reaches the agent with her token.
+    let response = http
+        .get(format!("{}/api/me", stack.web.url))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["subject"], "alice", "{body}");
+    assert_eq!(body["roles"], json!(["approver"]), "{body}");
+    let created = http
+        .post(format!("{}/api/conversations", stack.web.url))
+        .header(COOKIE, &cookie)
+        .header(ORIGIN, &stack.web.url)
+        .json(&json!({"message": "list resources"}))
+        .send()
+        .await
+        .unwrap();
+    let status = created.status();
+    let body: Value = created.json().await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["conversation"]["owner"], "alice", "{body}");
+
+    // Sign out: no end-session endpoint in this mode, back to the chat;
+    // the refresh token is revoked at revoke_url.
+    let out = http
+        .post(format!("{}/auth/logout", stack.web.url))
+        .header(COOKIE, &cookie)
+        .header(ORIGIN, &stack.web.url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert_eq!(out.headers()[LOCATION], "/");
+    let (status, _) = me(&stack, Some(&cookie)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let log = stack.web.log();
+    assert!(
+        log.contains("revoked=1") || log.contains("revoked=2"),
+        "{log}"
+    );
 }
