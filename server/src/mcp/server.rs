@@ -194,6 +194,11 @@ impl McpServer {
         let conn = self.connection().await?;
         match tokio::time::timeout(self.timeout, conn.peer.call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
+            // The server wants credentials: it is fine, the caller is not.
+            Ok(Err(e)) if !sign_in_note(&e).is_empty() => Err(self.unavailable(format!(
+                "it refused the call to \"{tool}\" without credentials{}",
+                sign_in_note(&e)
+            ))),
             Ok(Err(e)) if is_transport_failure(&e) => {
                 tracing::warn!(target: "mcp", server = %self.name, tool, "MCP server stopped during a call: {e}");
                 self.retire(&conn).await;
@@ -426,11 +431,14 @@ fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
 pub const SIGN_IN_REQUIRED: &str = "sign-in required";
 
 /// `" (sign-in required: ...)"` when the error chain holds rmcp's
-/// `AuthRequiredError` (the server answered 401), else nothing.
+/// `AuthRequiredError` (the server answered 401), else nothing. rmcp's
+/// transport workers box their errors and keep only the text, so the
+/// text ("Auth required") counts too.
 fn sign_in_note(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = Some(error);
     while let Some(e) = current {
-        if e.is::<rmcp::transport::streamable_http_client::AuthRequiredError>() {
+        let typed = e.is::<rmcp::transport::streamable_http_client::AuthRequiredError>();
+        if typed || e.to_string().to_ascii_lowercase().contains("auth required") {
             return format!(" ({SIGN_IN_REQUIRED}: the MCP server answered 401 Unauthorized)");
         }
         current = e.source();
@@ -451,5 +459,10 @@ mod sign_in_tests {
         ));
         assert!(sign_in_note(&error).contains(SIGN_IN_REQUIRED));
         assert_eq!(sign_in_note(&std::io::Error::other("refused")), "");
+        // As rmcp's transport workers report it: only the text is left.
+        let boxed = std::io::Error::other(
+            "Send message error Transport [worker] error: Auth required, when send initialize request",
+        );
+        assert!(sign_in_note(&boxed).contains(SIGN_IN_REQUIRED));
     }
 }
