@@ -25,7 +25,7 @@ fn options() -> Options {
 
 /// Renders Markdown to HTML that contains no markup from `text` itself.
 pub fn render_markdown(text: &str) -> String {
-    let mut links = Vec::new();
+    let mut links: Vec<Opened> = Vec::new();
     let events = Parser::new_ext(text, options()).filter_map(|event| sanitize(event, &mut links));
     let mut out = String::with_capacity(text.len() * 3 / 2);
     html::push_html(&mut out, events);
@@ -41,10 +41,22 @@ pub fn is_safe_url(url: &str) -> bool {
     })
 }
 
-/// One event made safe. `links` remembers, for each open link or image,
-/// whether it was kept, so its end tag is kept or dropped alike (images
-/// can sit inside links).
-fn sanitize<'a>(event: Event<'a>, links: &mut Vec<bool>) -> Option<Event<'a>> {
+/// What became of an open link or image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    /// Rendered as `<a>`.
+    Kept,
+    /// Reduced to its text.
+    Dropped,
+    /// An autolink that is no safe link (`<reqwest::Client>` in an error):
+    /// shown as the text it was, brackets included.
+    AsText,
+}
+
+/// One event made safe. `links` remembers what became of each open link
+/// or image, so its end tag is kept or dropped alike (images can sit
+/// inside links).
+fn sanitize<'a>(event: Event<'a>, links: &mut Vec<Opened>) -> Option<Event<'a>> {
     match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
         Event::Start(Tag::Link {
@@ -58,20 +70,33 @@ fn sanitize<'a>(event: Event<'a>, links: &mut Vec<bool>) -> Option<Event<'a>> {
                 _ if is_safe_url(&dest_url) => Some(dest_url.to_string()),
                 _ => None,
             };
-            links.push(href.is_some());
-            href.map(|href| Event::Html(anchor(&href, &title, None).into()))
+            match href {
+                Some(href) => {
+                    links.push(Opened::Kept);
+                    Some(Event::Html(anchor(&href, &title, None).into()))
+                }
+                None if link_type == LinkType::Autolink => {
+                    links.push(Opened::AsText);
+                    Some(Event::Text(CowStr::Borrowed("<")))
+                }
+                None => {
+                    links.push(Opened::Dropped);
+                    None
+                }
+            }
         }
         Event::Start(Tag::Image {
             dest_url, title, ..
         }) => {
             let safe = is_safe_url(&dest_url);
-            links.push(safe);
+            links.push(if safe { Opened::Kept } else { Opened::Dropped });
             safe.then(|| Event::Html(anchor(&dest_url, &title, Some("md-image")).into()))
         }
-        Event::End(TagEnd::Link | TagEnd::Image) => links
-            .pop()
-            .unwrap_or(false)
-            .then_some(Event::Html(CowStr::Borrowed("</a>"))),
+        Event::End(TagEnd::Link | TagEnd::Image) => match links.pop() {
+            Some(Opened::Kept) => Some(Event::Html(CowStr::Borrowed("</a>"))),
+            Some(Opened::AsText) => Some(Event::Text(CowStr::Borrowed(">"))),
+            Some(Opened::Dropped) | None => None,
+        },
         other => Some(other),
     }
 }
@@ -244,5 +269,17 @@ mod tests {
             render_markdown("Created: {\"id\":\"res_1\"}"),
             "<p>Created: {\"id\":\"res_1\"}</p>\n"
         );
+    }
+
+    #[test]
+    fn a_type_path_in_angle_brackets_stays_text() {
+        let html = render_markdown("error: Transport [Worker<reqwest::async_impl::Client>] failed");
+        assert!(
+            html.contains("&lt;reqwest::async_impl::Client&gt;"),
+            "{html}"
+        );
+        assert!(!html.contains("<a "), "{html}");
+        let link = render_markdown("see <https://example.com/x>");
+        assert!(link.contains("<a href=\"https://example.com/x\""), "{link}");
     }
 }
