@@ -183,7 +183,6 @@ impl Drop for Browser {
 /// ([`asg_tests::oidc::OidcProvider`]), an agent that requires its tokens
 /// (`auth.oidc`) and the `web` binary with `oidc:` in its `web.yaml`.
 pub mod login {
-    use std::io::{BufRead, BufReader};
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
     use std::sync::{Arc, Mutex};
@@ -340,34 +339,7 @@ pub mod login {
                 .spawn()
                 .expect("cannot start the web binary");
             let log = Arc::new(Mutex::new(String::new()));
-            let (tx, rx) = std::sync::mpsc::channel::<u16>();
-            for stream in [
-                child
-                    .stdout
-                    .take()
-                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-                child
-                    .stderr
-                    .take()
-                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                let log = log.clone();
-                let tx = tx.clone();
-                std::thread::spawn(move || {
-                    for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                        if let Some(port) = listening_port(&line) {
-                            let _ = tx.send(port);
-                        }
-                        if let Ok(mut log) = log.lock() {
-                            log.push_str(&line);
-                            log.push('\n');
-                        }
-                    }
-                });
-            }
+            let rx = asg_tests::capture_output(&mut child, &log, listening_port);
             let port = match rx.recv_timeout(Duration::from_secs(60)) {
                 Ok(port) => port,
                 Err(_) => {
