@@ -2,14 +2,16 @@
 //! resources in SQLite, with one read-only tool (`resources_list`) and two
 //! destructive ones (`resources_add`, `resources_remove`).
 //!
-//! The `mcp-resources` binary is a thin wrapper around [`serve_stdio`].
-//! Stdout is the protocol stream: everything else goes to stderr.
+//! The `mcp-resources` binary is a thin wrapper around [`serve_stdio`]
+//! (stdout is the protocol stream: everything else goes to stderr), or,
+//! with `--config`, around [`http::serve_http`] (streamable HTTP at `/mcp`).
 //!
 //! Test-only fault injection (see [`tools::FaultInjection`]):
 //! `MCP_RESOURCES_CRASH_ON=<tool>` makes the process exit with code 3 when
 //! that tool is called; `MCP_RESOURCES_DELAY_MS=<ms>` delays every tool call.
 
 pub mod db;
+pub mod http;
 pub mod tools;
 
 use std::path::PathBuf;

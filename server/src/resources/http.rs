@@ -1,0 +1,181 @@
+//! `mcp-resources --config FILE`: the same tools over MCP streamable HTTP
+//! (rmcp's `StreamableHttpService`, one session per client) at `/mcp`,
+//! with `GET /health`, as the reference implementation serves them.
+//!
+//! The configuration file has the reference's shape: `host` (default
+//! `0.0.0.0`), `port` (default 8090) and `db_path` (default
+//! `./data/resources.db`); unknown keys are errors naming the field.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{FaultInjection, ResourceDb, ResourcesServer};
+
+/// `config/mcp-resources.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Listen address.
+    #[serde(default = "default_host")]
+    pub host: String,
+    /// Listen port (0 picks a free one).
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// The SQLite database file.
+    #[serde(default = "default_db_path")]
+    pub db_path: PathBuf,
+}
+
+fn default_host() -> String {
+    "0.0.0.0".into()
+}
+fn default_port() -> u16 {
+    8090
+}
+fn default_db_path() -> PathBuf {
+    PathBuf::from("./data/resources.db")
+}
+
+impl HttpConfig {
+    /// Reads and parses a configuration file; errors name the file and the
+    /// field.
+    pub fn load(path: &Path) -> Result<HttpConfig, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read the configuration: {e}", path.display()))?;
+        HttpConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses configuration text (an empty file gets every default).
+    pub fn parse(text: &str) -> Result<HttpConfig, String> {
+        let text = if text.trim().is_empty() { "{}" } else { text };
+        let deserializer = serde_yaml::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(deserializer).map_err(|err| {
+            let field = err.path().to_string();
+            let field = if field == "." {
+                "(top level)".to_string()
+            } else {
+                field
+            };
+            format!("{field}: {}", err.into_inner())
+        })
+    }
+}
+
+/// Binds `config.host:config.port`, prints
+/// `mcp-resources listening on http://ADDR:PORT/mcp` on stdout, and serves
+/// until `shutdown` completes.
+pub async fn serve_http(
+    config: HttpConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let db = {
+        let path = config.db_path.clone();
+        tokio::task::spawn_blocking(move || ResourceDb::open(&path))
+            .await
+            .context("database open task failed")??
+    };
+    let db = Arc::new(db);
+    let faults = FaultInjection::from_env();
+    if faults.crash_on.is_some() || faults.delay.is_some() {
+        tracing::warn!(?faults, "test fault injection is enabled");
+    }
+    let address = format!("{}:{}", config.host, config.port);
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .with_context(|| format!("cannot listen on {address}"))?;
+    let bound = listener.local_addr()?;
+    let cancel = CancellationToken::new();
+    let router = router(db, faults, bound, cancel.clone());
+    println!(
+        "mcp-resources listening on http://{}/mcp (db {})",
+        shown(bound),
+        config.db_path.display()
+    );
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Ends the open MCP sessions (their SSE streams) so the
+            // graceful shutdown does not wait for clients to hang up.
+            cancel.cancel();
+        })
+        .await
+        .context("server error")?;
+    tracing::info!("mcp-resources stopped");
+    Ok(())
+}
+
+/// The address to print: loopback for an unspecified bind address.
+fn shown(bound: SocketAddr) -> String {
+    if bound.ip().is_unspecified() {
+        format!("127.0.0.1:{}", bound.port())
+    } else {
+        bound.to_string()
+    }
+}
+
+/// `/mcp` (streamable HTTP) and `GET /health`.
+///
+/// On a loopback address rmcp's `Host` check stays on (DNS rebinding);
+/// on any other address the server is meant to be reached by other
+/// names (compose service names), so the check is off, as in the
+/// reference.
+pub fn router(
+    db: Arc<ResourceDb>,
+    faults: FaultInjection,
+    bound: SocketAddr,
+    cancel: CancellationToken,
+) -> Router {
+    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+    if !bound.ip().is_loopback() {
+        config = config.disable_allowed_hosts();
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(ResourcesServer::new(db.clone(), faults.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .nest_service("/mcp", service)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_the_reference_file() {
+        let config = HttpConfig::parse("").unwrap();
+        assert_eq!(config.host, "0.0.0.0");
+        assert_eq!(config.port, 8090);
+        assert_eq!(config.db_path, PathBuf::from("./data/resources.db"));
+        let reference =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/reference/mcp-resources.yaml");
+        let config = HttpConfig::load(&reference).unwrap();
+        assert_eq!(
+            config,
+            HttpConfig {
+                host: "0.0.0.0".into(),
+                port: 8090,
+                db_path: PathBuf::from("./data/resources.db"),
+            }
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_named() {
+        let err = HttpConfig::parse("port: 1\ndb_pth: x\n").unwrap_err();
+        assert!(err.contains("db_pth"), "{err}");
+        let err = HttpConfig::parse("port: eighty\n").unwrap_err();
+        assert!(err.starts_with("port: "), "{err}");
+    }
+}
