@@ -1,5 +1,7 @@
 //! Builds the engine's [`AgentTree`] from the configured node tree: one
-//! model client per distinct model, tool selection per `llm` node.
+//! model client per distinct model, tool selection per `llm` node (an
+//! inline `a2a` node's peer is configured as a sub-agent by the config
+//! layer and reached by name like any other).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -124,14 +126,22 @@ impl Builder<'_> {
         Ok(client)
     }
 
-    /// The tools an `llm` node may use.
+    /// The tools an `llm` node may use. Sub-agents scoped to one node
+    /// (an `llm` node's own `a2a:` list, an `a2a` node's inline peer) are
+    /// offered to that node only.
     fn tools_for(&self, node: &NodeConfig) -> Result<Arc<[ToolSpec]>, StartupError> {
+        let scopes = &self.config.sub_agent_scopes;
         let all: Vec<ToolInfo> = self
             .tools
             .tools()
             .iter()
             .cloned()
-            .chain(self.agents.tools())
+            .chain(
+                self.agents
+                    .tools()
+                    .into_iter()
+                    .filter(|t| scopes.get(&t.name).is_none_or(|only| only == &node.name)),
+            )
             .collect();
         if let Some(names) = &node.tools {
             for name in names {
@@ -171,5 +181,70 @@ impl Builder<'_> {
                 input_schema: t.input_schema.clone(),
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tools each `llm` child of the root sequence is offered.
+    fn offered(tree: &AgentTree) -> Vec<(String, Vec<String>)> {
+        let Node::Sequential(group) = &tree.root else {
+            panic!("not a sequence");
+        };
+        group
+            .children
+            .iter()
+            .filter_map(|child| match child {
+                Node::Llm(node) => Some((
+                    node.name.clone(),
+                    node.tools.iter().map(|t| t.name.clone()).collect(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn scoped_sub_agents_are_offered_to_their_node_only() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let text = format!(
+            r#"
+llm: {{ model: "scripted:{}" }}
+a2a:
+  - {{ name: everyone, url: "http://127.0.0.1:9/a2a", description: Shared }}
+agent:
+  type: sequential
+  name: s
+  agents:
+    - type: llm
+      name: planner
+      prompt: p
+      a2a:
+        - {{ name: own, url: "http://127.0.0.1:9/a2a", description: Own }}
+    - {{ type: llm, name: other, prompt: q }}
+    - {{ type: a2a, name: inline, url: "http://127.0.0.1:9/a2a", description: Inline }}
+"#,
+            root.join("testdata/scripted/pipelines.yaml").display()
+        );
+        let config = AgentConfig::parse(&text, Path::new("agent.yaml")).unwrap();
+        let agents = A2aClient::start(&config.a2a, 4).await;
+        let tools = ToolRegistry::empty();
+        let tree = build_tree(&config, &tools, &agents, &root, &|_| None).unwrap();
+        assert_eq!(
+            offered(&tree),
+            [
+                ("planner".to_string(), vec!["everyone".into(), "own".into()]),
+                ("other".to_string(), vec!["everyone".into()]),
+            ]
+        );
+        let Node::Sequential(group) = &tree.root else {
+            unreachable!()
+        };
+        let Node::A2a(inline) = &group.children[2] else {
+            panic!("not an a2a node");
+        };
+        assert_eq!(inline.agent, "inline");
     }
 }

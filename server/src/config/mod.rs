@@ -89,6 +89,12 @@ pub struct AgentConfig {
     /// Who may call the agent; absent: anyone who reaches the port.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// Sub-agents offered to one node only (name -> node): an `llm`
+    /// node's own `a2a:` entries, and the inline peers of `a2a` nodes
+    /// (named after their node, so offered to no `llm` node). Filled by
+    /// validation, which moves them into `a2a`.
+    #[serde(skip)]
+    pub sub_agent_scopes: BTreeMap<String, String>,
 }
 
 /// One A2A sub-agent.
@@ -311,6 +317,79 @@ fn default_sub_agent_timeout() -> u64 {
     120
 }
 
+/// Checks one sub-agent entry (top-level or an `llm` node's) at `field`.
+fn check_sub_agent(
+    agent: &SubAgentConfig,
+    field: &str,
+    names: &mut std::collections::BTreeSet<String>,
+) -> Result<(), (String, String)> {
+    if agent.name.trim().is_empty() {
+        return Err((format!("{field}.name"), "must not be empty".into()));
+    }
+    if !tree::is_url(&agent.url) {
+        return Err((
+            format!("{field}.url"),
+            format!("must be an http(s) URL, got {:?}", agent.url),
+        ));
+    }
+    if agent.timeout_secs == 0 {
+        return Err((format!("{field}.timeout_secs"), "must be at least 1".into()));
+    }
+    if !names.insert(agent.name.clone()) {
+        return Err((
+            format!("{field}.name"),
+            format!("duplicate sub-agent name {:?}", agent.name),
+        ));
+    }
+    Ok(())
+}
+
+/// Collects the sub-agents declared inside the tree, each with the one
+/// node it is offered to: an `llm` node's `a2a:` entries, and the inline
+/// peer of an `a2a` node (`url`), which becomes a sub-agent named after
+/// the node; that node then refers to it by `agent`.
+fn hoist_sub_agents(
+    node: &mut NodeConfig,
+    field: &str,
+    names: &mut std::collections::BTreeSet<String>,
+    out: &mut Vec<(String, SubAgentConfig)>,
+) -> Result<(), (String, String)> {
+    for (i, agent) in node.a2a.iter().enumerate() {
+        check_sub_agent(agent, &format!("{field}.a2a[{i}]"), names)?;
+        out.push((node.name.clone(), agent.clone()));
+    }
+    if node.kind == NodeKind::A2a
+        && let Some(url) = node.url.clone()
+    {
+        if !names.insert(node.name.clone()) {
+            return Err((
+                format!("{field}.name"),
+                format!(
+                    "node {:?}: its inline peer is a sub-agent named after the node, and a \
+                     sub-agent with that name is already configured",
+                    node.name
+                ),
+            ));
+        }
+        out.push((
+            node.name.clone(),
+            SubAgentConfig {
+                name: node.name.clone(),
+                url,
+                description: node.description.clone(),
+                destructive_hint: node.destructive_hint.unwrap_or(false),
+                timeout_secs: default_sub_agent_timeout(),
+                bearer_env: None,
+            },
+        ));
+        node.agent = Some(node.name.clone());
+    }
+    for (i, child) in node.agents.iter_mut().enumerate() {
+        hoist_sub_agents(child, &format!("{field}.agents[{i}]"), names, out)?;
+    }
+    Ok(())
+}
+
 /// `allowed_hosts` entries are bare host names (an optional port is
 /// ignored), not URLs.
 fn validate_allowed_hosts(hosts: &[String]) -> Result<(), (String, String)> {
@@ -436,27 +515,16 @@ impl AgentConfig {
         }
         let mut agent_names = std::collections::BTreeSet::new();
         for (i, agent) in self.a2a.iter().enumerate() {
-            let field = format!("a2a[{i}]");
-            if agent.name.trim().is_empty() {
-                return Err((format!("{field}.name"), "must not be empty".into()));
-            }
-            if !(agent.url.starts_with("http://")
-                || agent.url.starts_with("https://")
-                || agent.url.starts_with("${"))
-            {
-                return Err((
-                    format!("{field}.url"),
-                    format!("must be an http(s) URL, got {:?}", agent.url),
-                ));
-            }
-            if agent.timeout_secs == 0 {
-                return Err((format!("{field}.timeout_secs"), "must be at least 1".into()));
-            }
-            if !agent_names.insert(agent.name.clone()) {
-                return Err((
-                    format!("{field}.name"),
-                    format!("duplicate sub-agent name {:?}", agent.name),
-                ));
+            check_sub_agent(agent, &format!("a2a[{i}]"), &mut agent_names)?;
+        }
+        if let Some(mut root) = self.agent.take() {
+            let mut scoped = Vec::new();
+            let hoisted = hoist_sub_agents(&mut root, "agent", &mut agent_names, &mut scoped);
+            self.agent = Some(root);
+            hoisted?;
+            for (node, agent) in scoped {
+                self.sub_agent_scopes.insert(agent.name.clone(), node);
+                self.a2a.push(agent);
             }
         }
         self.validate_limits()?;

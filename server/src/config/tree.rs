@@ -6,6 +6,8 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
+use super::SubAgentConfig;
+
 /// Placeholders every prompt may use without a producing node.
 pub const BUILTIN_KEYS: &[&str] = &["user_message"];
 
@@ -78,9 +80,22 @@ pub struct NodeConfig {
     /// `loop`: most iterations (default 10).
     #[serde(default)]
     pub max_iterations: Option<usize>,
-    /// `a2a`: the sub-agent (a name from the `a2a:` section).
+    /// `a2a`: the sub-agent (a name from the `a2a:` section). Exactly one
+    /// of `agent` and `url`.
     #[serde(default)]
     pub agent: Option<String>,
+    /// `a2a`: the peer declared inline (the reference's form): its base
+    /// URL or JSON-RPC endpoint. It becomes a sub-agent named after the
+    /// node (see [`crate::config::AgentConfig::parse`]).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `a2a` with `url`: delegating needs a human approval first.
+    #[serde(default, alias = "destructiveHint")]
+    pub destructive_hint: Option<bool>,
+    /// `llm`: sub-agents offered to this node only (entries like the
+    /// top-level `a2a:` section).
+    #[serde(default)]
+    pub a2a: Vec<SubAgentConfig>,
     /// `parallel` / `loop`: run destructive tools without approval (the
     /// spec's behaviour, default true). When false, destructive calls in a
     /// `loop` stop for approval and resume; in a `parallel` node, where a
@@ -106,6 +121,9 @@ impl NodeConfig {
             max_iterations: None,
             allow_destructive: None,
             agent: None,
+            url: None,
+            destructive_hint: None,
+            a2a: Vec::new(),
         }
     }
 }
@@ -239,8 +257,11 @@ fn check_node(
     }
     if node.kind != NodeKind::A2a {
         not_for(node.agent.is_some(), "agent")?;
+        not_for(node.url.is_some(), "url")?;
+        not_for(node.destructive_hint.is_some(), "destructiveHint")?;
     }
     if node.kind != NodeKind::Llm {
+        not_for(!node.a2a.is_empty(), "a2a")?;
         not_for(node.model.is_some(), "model")?;
         not_for(node.can_exit_loop, "can_exit_loop")?;
         not_for(node.tools.is_some(), "tools")?;
@@ -276,11 +297,36 @@ fn check_node(
             }
         }
         NodeKind::A2a => {
-            if node.agent.as_deref().is_none_or(|a| a.trim().is_empty()) {
-                return err(
-                    "agent",
-                    "an a2a node needs `agent`: the name of an entry of the `a2a:` section".into(),
-                );
+            match (&node.agent, &node.url) {
+                (Some(_), Some(_)) => {
+                    return err(
+                        "url",
+                        "set either `agent` (an entry of the `a2a:` section) or `url` \
+                         (the peer inline), not both"
+                            .into(),
+                    );
+                }
+                (None, None) => {
+                    return err(
+                        "agent",
+                        "an a2a node needs `agent` (the name of an entry of the `a2a:` \
+                         section) or `url` (the peer inline)"
+                            .into(),
+                    );
+                }
+                (Some(agent), None) if agent.trim().is_empty() => {
+                    return err("agent", "must not be empty".into());
+                }
+                (Some(_), None) if node.destructive_hint.is_some() => {
+                    return err(
+                        "destructiveHint",
+                        "applies to an inline peer (`url`); set it on the `a2a:` entry".into(),
+                    );
+                }
+                (None, Some(url)) if !is_url(url) => {
+                    return err("url", format!("must be an http(s) URL, got {url:?}"));
+                }
+                _ => {}
             }
             if let Some(key) = &node.output_key
                 && !is_key(key)
@@ -308,6 +354,11 @@ fn check_node(
         }
     }
     Ok(())
+}
+
+/// An `http(s)` URL, or one that starts with a `${VAR}` expanded later.
+pub(super) fn is_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://") || url.starts_with("${")
 }
 
 /// Checks that every `a2a` node names a configured sub-agent.

@@ -174,3 +174,116 @@ agent:
         );
     }
 }
+
+#[test]
+fn an_a2a_node_may_declare_its_peer_inline() {
+    let config = parse(
+        r#"
+agent:
+  type: sequential
+  name: chain
+  agents:
+    - { type: llm, name: analyzer, prompt: "Plan: {user_message}", output_key: plan, tools: [] }
+    - type: a2a
+      name: resource_agent
+      url: http://localhost:9092/a2a
+      description: Manages resources.
+      destructiveHint: true
+      prompt: "{user_message}"
+      output_key: delegated
+"#,
+    )
+    .unwrap();
+    assert_eq!(config.a2a.len(), 1);
+    let peer = &config.a2a[0];
+    assert_eq!(peer.name, "resource_agent");
+    assert_eq!(peer.url, "http://localhost:9092/a2a");
+    assert_eq!(peer.description.as_deref(), Some("Manages resources."));
+    assert!(peer.destructive_hint);
+    let node = &config.agent.as_ref().unwrap().agents[1];
+    assert_eq!(node.agent.as_deref(), Some("resource_agent"));
+    // Offered to no llm node: only the a2a node reaches it.
+    assert_eq!(
+        config
+            .sub_agent_scopes
+            .get("resource_agent")
+            .map(String::as_str),
+        Some("resource_agent")
+    );
+}
+
+#[test]
+fn an_llm_node_may_carry_its_own_sub_agents() {
+    let config = parse(
+        r#"
+a2a:
+  - { name: everyone, url: "http://a:1" }
+agent:
+  type: sequential
+  name: s
+  agents:
+    - type: llm
+      name: planner
+      prompt: p
+      a2a:
+        - { name: fs-agent, url: "http://c:8080/a2a", description: Files, destructiveHint: true }
+    - { type: llm, name: other, prompt: q }
+"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = config.a2a.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["everyone", "fs-agent"]);
+    assert!(config.a2a[1].destructive_hint);
+    assert_eq!(
+        config.sub_agent_scopes.get("fs-agent").map(String::as_str),
+        Some("planner")
+    );
+    assert!(!config.sub_agent_scopes.contains_key("everyone"));
+}
+
+#[test]
+fn an_a2a_node_has_exactly_one_of_agent_and_url_and_names_do_not_clash() {
+    let cases = [
+        (
+            "a2a: [{ name: x, url: \"http://x\" }]\nagent: { type: a2a, name: d, agent: x, url: \"http://y\" }",
+            "agent.url: node \"d\": set either `agent`",
+        ),
+        (
+            "agent: { type: a2a, name: d }",
+            "agent.agent: node \"d\": an a2a node needs `agent`",
+        ),
+        (
+            "agent: { type: a2a, name: d, url: \"ftp://y\" }",
+            "agent.url: node \"d\": must be an http(s) URL",
+        ),
+        (
+            "a2a: [{ name: x, url: \"http://x\" }]\nagent: { type: a2a, name: d, agent: x, destructiveHint: true }",
+            "node \"d\": applies to an inline peer",
+        ),
+        (
+            "agent: { type: llm, name: a, prompt: p, url: \"http://x\" }",
+            "`url` does not apply to llm nodes",
+        ),
+        (
+            "agent: { type: a2a, name: d, url: \"http://x\", a2a: [{ name: y, url: \"http://y\" }] }",
+            "`a2a` does not apply to a2a nodes",
+        ),
+        // The inline peer is named after its node: no other sub-agent may
+        // have that name.
+        (
+            "a2a: [{ name: d, url: \"http://x\" }]\nagent: { type: a2a, name: d, url: \"http://y\" }",
+            "agent.name: node \"d\": its inline peer is a sub-agent named after the node",
+        ),
+        (
+            "a2a: [{ name: x, url: \"http://x\" }]\nagent: { type: llm, name: a, prompt: p, a2a: [{ name: x, url: \"http://y\" }] }",
+            "agent.a2a[0].name: duplicate sub-agent name \"x\"",
+        ),
+    ];
+    for (yaml, needle) in cases {
+        let err = parse(yaml).expect_err(yaml);
+        assert!(
+            err.contains(needle),
+            "{yaml}\n  -> {err}\n  lacks {needle:?}"
+        );
+    }
+}
