@@ -557,3 +557,75 @@ async fn a_client_hanging_up_does_not_stop_an_approved_call() {
     assert_eq!(status, 200, "{next}");
     assert_eq!(agent.resource_names().await, ["hangup-1"]);
 }
+
+#[tokio::test]
+async fn at_startup_a_proxy_approval_follows_what_happened_on_the_sub_agent() {
+    let b = resource_agent(AgentOptions::default()).await;
+    let mut a = delegator_to("agent-delegator.yaml", &b.url).await;
+    // Two proxy approvals on A; A stops.
+    let (_, first) = a.say_new("add resource settled-1 with value 1").await;
+    let (_, second) = a.say_new("add resource changed-1 with value 2").await;
+    let (settled_id, changed_id) = (conversation_id(&first), conversation_id(&second));
+    let old_changed = approval_uuid(&second);
+    let listed = approvals(&a).await;
+    let remote = |id: &str, key: &str| {
+        listed
+            .iter()
+            .find(|p| p["conversation_id"] == id)
+            .and_then(|p| p[key].as_str())
+            .unwrap_or_else(|| panic!("no {key} for {id} in {listed:?}"))
+            .to_string()
+    };
+    let (x1, task2) = (
+        remote(&settled_id, "remote_approval_uuid"),
+        remote(&changed_id, "remote_task_id"),
+    );
+    let x2 = remote(&changed_id, "remote_approval_uuid");
+    let data_dir = a.data_dir.clone();
+    a.stop();
+
+    // Meanwhile on B: the first is approved directly; the second is
+    // rejected there and its task asks for something else.
+    assert_eq!(b.decide(&x1, json!({"approved": true})).await.0, 200);
+    assert_eq!(b.decide(&x2, json!({"approved": false})).await.0, 200);
+    let (status, again) = b.say(&task2, "add resource other-2 with value 3").await;
+    assert_eq!(status, 200, "{again}");
+    let y = approval_uuid(&again);
+
+    let a = Agent::start(
+        &testdata("agent-delegator.yaml"),
+        AgentOptions {
+            data_dir: Some(data_dir),
+            ..AgentOptions::with_env(&[("DOWNSTREAM_URL", &b.url)])
+        },
+    )
+    .await;
+    // The settled one is closed with B's result, nothing run again.
+    let settled = poll(
+        "the settled proxy approval",
+        Duration::from_secs(15),
+        || async {
+            let c = a.conversation(&settled_id).await;
+            (c["status"] == "active").then_some(c)
+        },
+    )
+    .await;
+    let text = settled.to_string();
+    assert!(text.contains("Decided on downstream directly"), "{text}");
+    // The changed one now stands for B's new approval, under a new uuid.
+    let changed = poll(
+        "the replaced proxy approval",
+        Duration::from_secs(15),
+        || async {
+            let c = a.conversation(&changed_id).await;
+            (c["pending_approval"]["remote_approval_uuid"] == y.as_str()).then_some(c)
+        },
+    )
+    .await;
+    let pending = &changed["pending_approval"];
+    assert_ne!(pending["uuid"], old_changed.as_str());
+    assert_eq!(pending["tool_args"], json!({"name": "other-2", "value": 3}));
+    let (status, _) = a.decide(&old_changed, json!({"approved": true})).await;
+    assert_eq!(status, 409, "the old approval no longer decides anything");
+    assert_eq!(b.resource_names().await, ["settled-1"]);
+}
