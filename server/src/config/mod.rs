@@ -481,6 +481,25 @@ impl AgentConfig {
     }
 
     fn validate(&mut self) -> Result<(), (String, String)> {
+        self.validate_basics()?;
+        validate_allowed_hosts(&self.allowed_hosts)?;
+        if let Some(root) = &self.agent {
+            tree::validate_tree(root, "agent")?;
+        }
+        let agent_names = self.validate_sub_agents()?;
+        self.validate_limits()?;
+        self.auth.validate()?;
+        if self.max_delegation_depth == 0 {
+            return Err(("max_delegation_depth".into(), "must be at least 1".into()));
+        }
+        if let Some(root) = &self.agent {
+            tree::check_agent_refs(root, "agent", &agent_names)?;
+        }
+        self.validate_mcp_servers()
+    }
+
+    /// Name, model, steps and public URL.
+    fn validate_basics(&self) -> Result<(), (String, String)> {
         if self.name.trim().is_empty() {
             return Err(("name".into(), "must not be empty".into()));
         }
@@ -509,10 +528,14 @@ impl AgentConfig {
                 format!("must be an http(s) URL, got {url:?}"),
             ));
         }
-        validate_allowed_hosts(&self.allowed_hosts)?;
-        if let Some(root) = &self.agent {
-            tree::validate_tree(root, "agent")?;
-        }
+        Ok(())
+    }
+
+    /// The `a2a:` entries, then the peers declared inside the tree (moved
+    /// into `a2a`, with the node they are offered to); every name.
+    fn validate_sub_agents(
+        &mut self,
+    ) -> Result<std::collections::BTreeSet<String>, (String, String)> {
         let mut agent_names = std::collections::BTreeSet::new();
         for (i, agent) in self.a2a.iter().enumerate() {
             check_sub_agent(agent, &format!("a2a[{i}]"), &mut agent_names)?;
@@ -527,14 +550,11 @@ impl AgentConfig {
                 self.a2a.push(agent);
             }
         }
-        self.validate_limits()?;
-        self.auth.validate()?;
-        if self.max_delegation_depth == 0 {
-            return Err(("max_delegation_depth".into(), "must be at least 1".into()));
-        }
-        if let Some(root) = &self.agent {
-            tree::check_agent_refs(root, "agent", &agent_names)?;
-        }
+        Ok(agent_names)
+    }
+
+    /// Each MCP server: one transport, a URL, a timeout, a unique name.
+    fn validate_mcp_servers(&mut self) -> Result<(), (String, String)> {
         let mut names = std::collections::BTreeSet::new();
         for (i, server) in self.mcp_servers.iter_mut().enumerate() {
             let field = format!("mcp_servers[{i}]");
