@@ -219,34 +219,84 @@ fn check_node(
     names: &mut BTreeSet<String>,
     in_loop: bool,
 ) -> Result<(), (String, String)> {
-    let kind = node.kind.as_str();
-    let err = |sub: &str, message: String| -> Result<(), (String, String)> {
-        let path = if sub.is_empty() {
-            field.to_string()
-        } else {
-            format!("{field}.{sub}")
-        };
-        Err((path, format!("node {:?}: {message}", node.name)))
+    check_name(node, field, names)?;
+    check_fields_apply(node, field)?;
+    match node.kind {
+        NodeKind::Llm => check_llm(node, field, in_loop),
+        NodeKind::A2a => check_a2a(node, field),
+        NodeKind::Sequential | NodeKind::Parallel | NodeKind::Loop => {
+            if node.agents.is_empty() {
+                return node_error(
+                    node,
+                    field,
+                    "agents",
+                    format!(
+                        "a {} node needs at least one child in `agents`",
+                        node.kind.as_str()
+                    ),
+                );
+            }
+            if node.max_iterations == Some(0) {
+                return node_error(node, field, "max_iterations", "must be at least 1".into());
+            }
+            let in_loop = in_loop || node.kind == NodeKind::Loop;
+            for (i, child) in node.agents.iter().enumerate() {
+                check_node(child, &format!("{field}.agents[{i}]"), names, in_loop)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// An error about `node`, at `field.sub`.
+fn node_error(
+    node: &NodeConfig,
+    field: &str,
+    sub: &str,
+    message: String,
+) -> Result<(), (String, String)> {
+    let path = if sub.is_empty() {
+        field.to_string()
+    } else {
+        format!("{field}.{sub}")
     };
+    Err((path, format!("node {:?}: {message}", node.name)))
+}
+
+/// A non-empty name, unique in the tree.
+fn check_name(
+    node: &NodeConfig,
+    field: &str,
+    names: &mut BTreeSet<String>,
+) -> Result<(), (String, String)> {
     if node.name.trim().is_empty() {
         return Err((
             format!("{field}.name"),
-            format!("a {kind} node needs a non-empty name"),
+            format!("a {} node needs a non-empty name", node.kind.as_str()),
         ));
     }
     if !names.insert(node.name.clone()) {
-        return err(
+        return node_error(
+            node,
+            field,
             "name",
             "duplicate node name; names must be unique in the tree".into(),
         );
     }
-    let is_group = matches!(
-        node.kind,
-        NodeKind::Sequential | NodeKind::Parallel | NodeKind::Loop
-    );
+    Ok(())
+}
+
+/// Every field set belongs to this node's type.
+fn check_fields_apply(node: &NodeConfig, field: &str) -> Result<(), (String, String)> {
+    let kind = node.kind.as_str();
     let not_for = |present: bool, name: &str| -> Result<(), (String, String)> {
         if present {
-            err(name, format!("`{name}` does not apply to {kind} nodes"))
+            node_error(
+                node,
+                field,
+                name,
+                format!("`{name}` does not apply to {kind} nodes"),
+            )
         } else {
             Ok(())
         }
@@ -273,87 +323,83 @@ fn check_node(
     if !matches!(node.kind, NodeKind::Loop | NodeKind::Parallel) {
         not_for(node.allow_destructive.is_some(), "allow_destructive")?;
     }
+    let is_group = matches!(
+        node.kind,
+        NodeKind::Sequential | NodeKind::Parallel | NodeKind::Loop
+    );
     if !is_group {
         not_for(!node.agents.is_empty(), "agents")?;
     }
-    match node.kind {
-        NodeKind::Llm => {
-            if node.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
-                return err("prompt", "an llm node needs a prompt".into());
-            }
-            if node.can_exit_loop && !in_loop {
-                return err(
-                    "can_exit_loop",
-                    "only a node inside a loop can exit it".into(),
-                );
-            }
-            if let Some(key) = &node.output_key
-                && !is_key(key)
-            {
-                return err(
-                    "output_key",
-                    format!("{key:?} is not a valid key (letters, digits, _ - .)"),
-                );
-            }
-        }
-        NodeKind::A2a => {
-            match (&node.agent, &node.url) {
-                (Some(_), Some(_)) => {
-                    return err(
-                        "url",
-                        "set either `agent` (an entry of the `a2a:` section) or `url` \
-                         (the peer inline), not both"
-                            .into(),
-                    );
-                }
-                (None, None) => {
-                    return err(
-                        "agent",
-                        "an a2a node needs `agent` (the name of an entry of the `a2a:` \
-                         section) or `url` (the peer inline)"
-                            .into(),
-                    );
-                }
-                (Some(agent), None) if agent.trim().is_empty() => {
-                    return err("agent", "must not be empty".into());
-                }
-                (Some(_), None) if node.destructive_hint.is_some() => {
-                    return err(
-                        "destructiveHint",
-                        "applies to an inline peer (`url`); set it on the `a2a:` entry".into(),
-                    );
-                }
-                (None, Some(url)) if !is_url(url) => {
-                    return err("url", format!("must be an http(s) URL, got {url:?}"));
-                }
-                _ => {}
-            }
-            if let Some(key) = &node.output_key
-                && !is_key(key)
-            {
-                return err(
-                    "output_key",
-                    format!("{key:?} is not a valid key (letters, digits, _ - .)"),
-                );
-            }
-        }
-        NodeKind::Sequential | NodeKind::Parallel | NodeKind::Loop => {
-            if node.agents.is_empty() {
-                return err(
-                    "agents",
-                    format!("a {kind} node needs at least one child in `agents`"),
-                );
-            }
-            if node.max_iterations == Some(0) {
-                return err("max_iterations", "must be at least 1".into());
-            }
-            let in_loop = in_loop || node.kind == NodeKind::Loop;
-            for (i, child) in node.agents.iter().enumerate() {
-                check_node(child, &format!("{field}.agents[{i}]"), names, in_loop)?;
-            }
-        }
-    }
     Ok(())
+}
+
+/// An `output_key` that placeholders can name.
+fn check_output_key(node: &NodeConfig, field: &str) -> Result<(), (String, String)> {
+    match &node.output_key {
+        Some(key) if !is_key(key) => node_error(
+            node,
+            field,
+            "output_key",
+            format!("{key:?} is not a valid key (letters, digits, _ - .)"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// An `llm` node: a prompt; `can_exit_loop` only inside a loop.
+fn check_llm(node: &NodeConfig, field: &str, in_loop: bool) -> Result<(), (String, String)> {
+    if node.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
+        return node_error(node, field, "prompt", "an llm node needs a prompt".into());
+    }
+    if node.can_exit_loop && !in_loop {
+        return node_error(
+            node,
+            field,
+            "can_exit_loop",
+            "only a node inside a loop can exit it".into(),
+        );
+    }
+    check_output_key(node, field)
+}
+
+/// An `a2a` node: exactly one of `agent` (by name) and `url` (inline).
+fn check_a2a(node: &NodeConfig, field: &str) -> Result<(), (String, String)> {
+    let err = |sub: &str, message: &str| node_error(node, field, sub, message.to_string());
+    match (&node.agent, &node.url) {
+        (Some(_), Some(_)) => {
+            return err(
+                "url",
+                "set either `agent` (an entry of the `a2a:` section) or `url` \
+                 (the peer inline), not both",
+            );
+        }
+        (None, None) => {
+            return err(
+                "agent",
+                "an a2a node needs `agent` (the name of an entry of the `a2a:` \
+                 section) or `url` (the peer inline)",
+            );
+        }
+        (Some(agent), None) if agent.trim().is_empty() => {
+            return err("agent", "must not be empty");
+        }
+        (Some(_), None) if node.destructive_hint.is_some() => {
+            return err(
+                "destructiveHint",
+                "applies to an inline peer (`url`); set it on the `a2a:` entry",
+            );
+        }
+        (None, Some(url)) if !is_url(url) => {
+            return node_error(
+                node,
+                field,
+                "url",
+                format!("must be an http(s) URL, got {url:?}"),
+            );
+        }
+        _ => {}
+    }
+    check_output_key(node, field)
 }
 
 /// An `http(s)` URL, or one that starts with a `${VAR}` expanded later.
