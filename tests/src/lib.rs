@@ -6,6 +6,7 @@
 
 pub mod fake_http;
 pub mod oidc;
+pub mod sse;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

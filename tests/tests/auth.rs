@@ -10,15 +10,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use asg_tests::oidc::{OTHER_AUDIENCE, OidcOptions, OidcProvider, free_port};
+use asg_tests::sse::EventStream;
 use asg_tests::{Agent, AgentOptions, config_with};
 use serde_json::{Value, json};
 
 const OPS_KEY: &str = "ops-bot-key-0123456789";
+/// A key with no role: a plain principal other than bob.
+const SCRIPT_KEY: &str = "script-key-0123456789";
 
 fn auth_yaml(issuer: &str, separate: bool) -> String {
     format!(
         "auth:\n  oidc: {{ issuer: \"{issuer}\", audience: agent-stop-and-go, clock_skew_secs: 0 }}\n  \
-         api_keys:\n    - {{ name: ops-bot, key_env: OPS_BOT_KEY, roles: [approver] }}\n  \
+         api_keys:\n    - {{ name: ops-bot, key_env: OPS_BOT_KEY, roles: [approver] }}\n    \
+         - {{ name: script, key_env: SCRIPT_KEY }}\n  \
          role_map: {{ approver: [sre] }}\napproval: {{ separate_approver: {separate} }}\n"
     )
 }
@@ -31,7 +35,7 @@ struct Secured {
 
 async fn secured_agent(base: &str, issuer: &str, separate: bool, env: &[(&str, &str)]) -> Secured {
     let (dir, config) = config_with(base, &auth_yaml(issuer, separate));
-    let mut pairs = vec![("OPS_BOT_KEY", OPS_KEY)];
+    let mut pairs = vec![("OPS_BOT_KEY", OPS_KEY), ("SCRIPT_KEY", SCRIPT_KEY)];
     pairs.extend_from_slice(env);
     let agent = Agent::start(&config, AgentOptions::with_env(&pairs)).await;
     Secured {
@@ -410,4 +414,76 @@ async fn through_a_chain_the_human_who_decides_on_a_is_recorded_on_b() {
     let decision = &on_b["conversation"]["decisions"][0];
     assert_eq!(decision["decided_by"]["subject"], "alice", "{on_b}");
     assert_eq!(decision["decided_by"]["via"], "a2a");
+}
+
+#[tokio::test]
+async fn streams_and_tasks_of_others_stay_hidden() {
+    let (provider, secured) = setup(false).await;
+    let agent = &secured.agent;
+    let (bob, alice) = (provider.token("bob").await, provider.token("alice").await);
+    let script = [("x-api-key", SCRIPT_KEY)];
+    let bob_auth = bearer(&bob);
+    let alice_auth = bearer(&alice);
+    let inbox = format!("{}/events", agent.url);
+
+    // Without credentials, no stream at all.
+    assert_eq!(EventStream::open(&inbox, &[]).await.0, 401);
+    let (_, script_inbox) = EventStream::open(&inbox, &script).await;
+    let mut script_inbox = script_inbox.unwrap();
+    let (_, alice_inbox) = EventStream::open(&inbox, &[("authorization", &alice_auth)]).await;
+    let mut alice_inbox = alice_inbox.unwrap();
+    assert_eq!(
+        script_inbox.next_of("pending").await["approvals"],
+        json!([])
+    );
+    alice_inbox.next_of("pending").await;
+
+    let (id, uuid) = bob_adds(agent, &bob, "hidden-1").await;
+    // The approver sees bob's request; another plain principal does not.
+    let seen = alice_inbox.next_of("approval_requested").await;
+    assert_eq!(seen["approval"]["uuid"], uuid.as_str());
+    let leaked = script_inbox.within(Duration::from_millis(700)).await;
+    assert!(
+        !leaked
+            .iter()
+            .any(|e| e.to_string().contains(&uuid) || e.to_string().contains(&id)),
+        "another principal saw bob's approval: {leaked:?}"
+    );
+    // Nor can it open bob's conversation stream, read it, or its task.
+    let stream = format!("{}/conversations/{id}/events", agent.url);
+    assert_eq!(EventStream::open(&stream, &script).await.0, 404);
+    assert_eq!(
+        EventStream::open(&stream, &[("authorization", &bob_auth)])
+            .await
+            .0,
+        200
+    );
+    let (status, _) = agent
+        .get_with(&format!("/conversations/{id}"), &script)
+        .await;
+    assert_eq!(status, 404);
+    let rpc_as = |method: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": id}}).to_string()
+    };
+    let (_, got) = agent.post_with("/a2a", rpc_as("tasks/get"), &script).await;
+    assert_eq!(got["error"]["code"], -32001, "{got}");
+    let (_, canceled) = agent
+        .post_with("/a2a", rpc_as("tasks/cancel"), &script)
+        .await;
+    assert_eq!(canceled["error"]["code"], -32001, "{canceled}");
+    // An approver may read it but not cancel bob's task for him.
+    let (_, refused) = agent
+        .post_with(
+            "/a2a",
+            rpc_as("tasks/cancel"),
+            &[("authorization", &alice_auth)],
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32010, "{refused}");
+    let (_, listed) = get_as(agent, &bob, "/approvals").await;
+    assert_eq!(
+        listed["approvals"][0]["uuid"],
+        uuid.as_str(),
+        "still pending"
+    );
 }

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use asg_tests::sse::EventStream as Events;
 use asg_tests::{
     Agent, AgentOptions, approval_uuid, binary, config_with, conversation_id, testdata,
     tool_messages,
 };
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 fn plain_tools(log: &Path) -> AgentOptions {
@@ -149,63 +149,12 @@ fn a_name_shared_by_a_tool_and_a_sub_agent_stops_the_agent_at_startup() {
     );
 }
 
-/// Reads server-sent events: each `data:` line as JSON.
-struct Events {
-    stream: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    buffer: String,
-}
-
-impl Events {
-    async fn open(url: &str) -> (u16, Option<Events>) {
-        let response = reqwest::Client::new()
-            .get(url)
-            .header("accept", "text/event-stream")
-            .send()
-            .await
-            .expect("GET events");
-        let status = response.status().as_u16();
-        if status != 200 {
-            return (status, None);
-        }
-        let events = Events {
-            stream: response
-                .bytes_stream()
-                .map(|r| r.map(|b| b.to_vec()))
-                .boxed(),
-            buffer: String::new(),
-        };
-        (status, Some(events))
-    }
-
-    /// The next event whose `type` is `kind` (others are skipped).
-    async fn next_of(&mut self, kind: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            while let Some(end) = self.buffer.find('\n') {
-                let line = self.buffer[..end].trim().to_string();
-                self.buffer.drain(..=end);
-                if let Some(data) = line.strip_prefix("data:") {
-                    let event: Value = serde_json::from_str(data.trim()).expect("event JSON");
-                    if event["type"] == kind {
-                        return event;
-                    }
-                }
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, self.stream.next()).await {
-                Ok(Some(Ok(chunk))) => self.buffer.push_str(&String::from_utf8_lossy(&chunk)),
-                other => panic!("no {kind} event: {other:?}"),
-            }
-        }
-    }
-}
-
 #[tokio::test]
 async fn the_operator_inbox_sees_approvals_of_every_conversation() {
     let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
     let (_, before) = agent.say_new("add resource early-1 with value 1").await;
     let early = approval_uuid(&before);
-    let (status, events) = Events::open(&format!("{}/events", agent.url)).await;
+    let (status, events) = Events::open(&format!("{}/events", agent.url), &[]).await;
     assert_eq!(status, 200);
     let mut events = events.unwrap();
     let pending = events.next_of("pending").await;
@@ -242,20 +191,20 @@ async fn event_streams_are_capped_with_a_503() {
     let (_, answer) = agent.say_new("hello").await;
     let id = conversation_id(&answer);
     let url = format!("{}/conversations/{id}/events", agent.url);
-    let (status, first) = Events::open(&url).await;
+    let (status, first) = Events::open(&url, &[]).await;
     assert_eq!(status, 200);
-    let (status, _) = Events::open(&url).await;
+    let (status, _) = Events::open(&url, &[]).await;
     assert_eq!(status, 503, "a second stream of one conversation");
-    let (status, inbox) = Events::open(&format!("{}/events", agent.url)).await;
+    let (status, inbox) = Events::open(&format!("{}/events", agent.url), &[]).await;
     assert_eq!(status, 200);
-    let (status, _) = Events::open(&format!("{}/events", agent.url)).await;
+    let (status, _) = Events::open(&format!("{}/events", agent.url), &[]).await;
     assert_eq!(status, 503, "a third stream in total");
     // Closing a stream gives its place back.
     drop(first);
     drop(inbox);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let (status, _) = Events::open(&url).await;
+        let (status, _) = Events::open(&url, &[]).await;
         if status == 200 {
             break;
         }
