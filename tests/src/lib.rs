@@ -573,3 +573,31 @@ impl Drop for WebServer {
         let _ = self.child.wait();
     }
 }
+
+/// A conversation whose approved call was running when the process died.
+pub fn executing_conversation(id: uuid::Uuid, approval: uuid::Uuid) -> Value {
+    let at = "2026-01-02T03:04:05Z";
+    let args = serde_json::json!({"name": "crashed-1", "value": 5});
+    serde_json::json!({
+        "id": id,
+        "session_id": "0badc0de",
+        "status": "waiting_approval",
+        "messages": [
+            {"id": uuid::Uuid::new_v4(), "role": "system",
+             "content": "You are a resource manager.", "created_at": at},
+            {"id": uuid::Uuid::new_v4(), "role": "user",
+             "content": "add resource crashed-1 with value 5", "created_at": at},
+            {"id": uuid::Uuid::new_v4(), "role": "assistant", "content": "",
+             "tool_call": {"id": "call_1", "name": "resources_add", "arguments": args,
+                           "needs_approval": true, "approval_uuid": approval},
+             "created_at": at},
+        ],
+        "pending_approval": {
+            "uuid": approval, "conversation_id": id, "tool_name": "resources_add",
+            "tool_args": args, "description": "resources_add with arguments {\"name\":\"crashed-1\",\"value\":5}", "created_at": at,
+            "call_id": "call_1", "state": "executing",
+        },
+        "created_at": at,
+        "updated_at": at,
+    })
+}

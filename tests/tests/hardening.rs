@@ -202,53 +202,22 @@ async fn a_host_in_allowed_hosts_is_answered() {
     assert_error(&got, 421);
 }
 
-/// A conversation whose approved call was running when the process died.
-fn executing_conversation(id: uuid::Uuid, approval: uuid::Uuid) -> Value {
-    let at = "2026-01-02T03:04:05Z";
-    let args = json!({"name": "crashed-1", "value": 5});
-    json!({
-        "id": id,
-        "session_id": "0badc0de",
-        "status": "waiting_approval",
-        "messages": [
-            {"id": uuid::Uuid::new_v4(), "role": "system",
-             "content": "You are a resource manager.", "created_at": at},
-            {"id": uuid::Uuid::new_v4(), "role": "user",
-             "content": "add resource crashed-1 with value 5", "created_at": at},
-            {"id": uuid::Uuid::new_v4(), "role": "assistant", "content": "",
-             "tool_call": {"id": "call_1", "name": "resources_add", "arguments": args,
-                           "needs_approval": true, "approval_uuid": approval},
-             "created_at": at},
-        ],
-        "pending_approval": {
-            "uuid": approval, "conversation_id": id, "tool_name": "resources_add",
-            "tool_args": args, "description": "resources_add crashed-1", "created_at": at,
-            "call_id": "call_1", "state": "executing",
-        },
-        "created_at": at,
-        "updated_at": at,
-    })
-}
-
-#[cfg(unix)]
-fn mode(path: &Path) -> u32 {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-}
-
 #[tokio::test]
 async fn unreadable_files_are_quarantined_and_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let conversations = tmp.path().join("conversations");
     std::fs::create_dir_all(&conversations).unwrap();
     let valid = uuid::Uuid::new_v4();
-    let whole =
-        serde_json::to_vec_pretty(&executing_conversation(valid, uuid::Uuid::new_v4())).unwrap();
+    let whole = serde_json::to_vec_pretty(&asg_tests::executing_conversation(
+        valid,
+        uuid::Uuid::new_v4(),
+    ))
+    .unwrap();
     std::fs::write(conversations.join(format!("{valid}.json")), &whole).unwrap();
     let corrupt = format!("{}.json", uuid::Uuid::new_v4());
     std::fs::write(conversations.join(&corrupt), b"{\"id\": oops, not json").unwrap();
     let truncated = format!("{}.json", uuid::Uuid::new_v4());
-    let other = serde_json::to_vec_pretty(&executing_conversation(
+    let other = serde_json::to_vec_pretty(&asg_tests::executing_conversation(
         uuid::Uuid::new_v4(),
         uuid::Uuid::new_v4(),
     ))
@@ -297,4 +266,10 @@ async fn unreadable_files_are_quarantined_and_reported() {
         assert_eq!(mode(&conversations), 0o700);
         assert_eq!(mode(&quarantine), 0o700);
     }
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
