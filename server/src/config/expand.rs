@@ -1,5 +1,6 @@
 //! `${VAR}` and `${VAR:-default}` expansion for MCP server commands,
-//! arguments, environment values and URLs.
+//! arguments, environment values and URLs, sub-agent URLs and model names
+//! (`llm.model` and a node's `model`, expanded when the file is parsed).
 
 /// Expands `${VAR}` / `${VAR:-default}` using `lookup`. An unset variable
 /// without a default expands to the empty string; `$$` is a literal `$`.

@@ -437,7 +437,19 @@ impl AgentConfig {
     }
 
     /// Parses and validates configuration text; `path` is used in errors.
+    /// `${VAR}` / `${VAR:-default}` in model names expand from the process
+    /// environment.
     pub fn parse(text: &str, path: &Path) -> Result<AgentConfig, ConfigError> {
+        Self::parse_with_env(text, path, &|name| std::env::var(name).ok())
+    }
+
+    /// [`AgentConfig::parse`] with `env` looking variables up (tests pass
+    /// a map instead of the process environment).
+    pub fn parse_with_env(
+        text: &str,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<AgentConfig, ConfigError> {
         let invalid = |field: String, message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
             field,
@@ -474,10 +486,35 @@ impl AgentConfig {
             };
             config.mcp_servers.insert(0, single);
         }
+        config.expand_models(env);
         config
             .validate()
             .map_err(|(field, message)| invalid(field, message))?;
         Ok(config)
+    }
+
+    /// Expands `${VAR}` / `${VAR:-default}` in `llm.model` and in every
+    /// node's `model` (one that expands to nothing falls back to
+    /// `llm.model`), so one file can run on the offline model by default
+    /// and on another one chosen by the environment, e.g.
+    /// `model: ${AGENT_MODEL:-scripted:rules.yaml}`.
+    fn expand_models(&mut self, env: &dyn Fn(&str) -> Option<String>) {
+        fn expand_node(node: &mut NodeConfig, env: &dyn Fn(&str) -> Option<String>) {
+            // A node model that expands to nothing falls back to
+            // `llm.model`, as if it were not set.
+            node.model = node
+                .model
+                .take()
+                .map(|model| expand_env(&model, env))
+                .filter(|model| !model.trim().is_empty());
+            for child in &mut node.agents {
+                expand_node(child, env);
+            }
+        }
+        self.llm.model = expand_env(&self.llm.model, env);
+        if let Some(root) = &mut self.agent {
+            expand_node(root, env);
+        }
     }
 
     fn validate(&mut self) -> Result<(), (String, String)> {

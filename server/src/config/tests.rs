@@ -95,3 +95,69 @@ fn allowed_hosts_are_host_names() {
     assert!(error.contains("allowed_hosts[0]"), "{error}");
     assert!(error.contains("host name"), "{error}");
 }
+
+#[test]
+fn model_names_expand_from_the_environment() {
+    let text = r#"
+llm: { model: "${ASG_MODEL:-scripted:rules.yaml}" }
+agent:
+  type: sequential
+  name: pipeline
+  agents:
+    - { type: llm, name: first, prompt: "p", model: "${FIRST_MODEL:-claude-sonnet-4-5}" }
+    - { type: llm, name: second, prompt: "p", model: "${SECOND_MODEL}" }
+"#;
+    let path = Path::new("agent.yaml");
+    let nothing = |_: &str| None;
+    let config = AgentConfig::parse_with_env(text, path, &nothing).unwrap();
+    assert_eq!(config.llm.model, "scripted:rules.yaml");
+    let nodes = &config.agent.as_ref().unwrap().agents;
+    assert_eq!(nodes[0].model.as_deref(), Some("claude-sonnet-4-5"));
+    // Expanded to nothing: the node uses llm.model.
+    assert_eq!(nodes[1].model, None);
+
+    let env = |name: &str| match name {
+        "ASG_MODEL" => Some("google:gemini-2.5-flash".to_string()),
+        "SECOND_MODEL" => Some("openai:gpt-4o".to_string()),
+        _ => None,
+    };
+    let config = AgentConfig::parse_with_env(text, path, &env).unwrap();
+    assert_eq!(config.llm.model, "google:gemini-2.5-flash");
+    let nodes = &config.agent.as_ref().unwrap().agents;
+    assert_eq!(nodes[1].model.as_deref(), Some("openai:gpt-4o"));
+
+    // Set but empty counts as unset; an empty result is still an error.
+    let empty = |_: &str| Some(String::new());
+    let config = AgentConfig::parse_with_env(text, path, &empty).unwrap();
+    assert_eq!(config.llm.model, "scripted:rules.yaml");
+    let err = AgentConfig::parse_with_env("llm: { model: \"${NOPE}\" }", path, &nothing)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("llm.model: must not be empty"), "{err}");
+}
+
+/// The compose stack's agent configs (`config/compose/agent-*.yaml`) are
+/// valid, and on their default (offline) model their rules files load.
+#[test]
+fn compose_agent_configs_are_valid_and_offline_by_default() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/compose");
+    let mut checked = 0;
+    for name in ["agent-a.yaml", "agent-b.yaml", "agent-c.yaml"] {
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let config =
+            AgentConfig::parse_with_env(&text, &path, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            config.llm.model.starts_with("scripted:"),
+            "{name}: {}",
+            config.llm.model
+        );
+        crate::llm::provider::build_client(&config.llm, &dir, &|_| None)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let gemini = |var: &str| (var == "AGENT_MODEL").then(|| "gemini-2.5-flash".to_string());
+        let config = AgentConfig::parse_with_env(&text, &path, &gemini).unwrap();
+        assert_eq!(config.llm.model, "gemini-2.5-flash", "{name}");
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
+}
