@@ -4,6 +4,7 @@
 //! The binaries are built once per test run with `cargo build --bins`
 //! (fast when up to date), so `cargo test` alone always tests fresh code.
 
+pub mod fake_gemini;
 pub mod fake_http;
 pub mod oidc;
 pub mod sse;
@@ -114,6 +115,10 @@ pub struct AgentOptions {
     pub env: Vec<(String, String)>,
     /// Data directory to reuse (e.g. across a restart); a fresh one if None.
     pub data_dir: Option<PathBuf>,
+    /// Working directory of the process (relative paths in the config,
+    /// such as `./bin/mcp-resources`, resolve against it); the test's own
+    /// if None.
+    pub cwd: Option<PathBuf>,
 }
 
 impl AgentOptions {
@@ -180,6 +185,9 @@ impl Agent {
             .stderr(Stdio::piped());
         for (key, value) in &options.env {
             command.env(key, value);
+        }
+        if let Some(cwd) = &options.cwd {
+            command.current_dir(cwd);
         }
         let mut child = command.spawn().expect("cannot start the agent binary");
         let log = Arc::new(Mutex::new(String::new()));
