@@ -68,7 +68,7 @@ fn llm_node(name: &str, prompt: &str, model: &Arc<Timed>, key: &str) -> Node {
         name: name.into(),
         prompt: prompt.into(),
         llm: model.clone(),
-        tools: Arc::from(Vec::new()),
+        tools: Default::default(),
         output_key: Some(key.into()),
         can_exit_loop: false,
     })

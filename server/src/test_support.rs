@@ -22,7 +22,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
             name: "root".into(),
             prompt: "You are a test agent.".into(),
             llm: Arc::new(ScriptedModel::parse(rules, "test").unwrap()),
-            tools: Arc::from(Vec::new()),
+            tools: Default::default(),
             output_key: None,
             can_exit_loop: false,
         }),

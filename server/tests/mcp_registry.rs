@@ -38,10 +38,11 @@ fn options(dir: &Path, approval: ApprovalConfig) -> RegistryOptions {
     RegistryOptions {
         approval,
         data_dir: dir.to_path_buf(),
+        reserved: Vec::new(),
     }
 }
 
-async fn start(dir: &Path, env: &[(&str, &str)], timeout_secs: u64) -> ToolRegistry {
+async fn start(dir: &Path, env: &[(&str, &str)], timeout_secs: u64) -> Arc<ToolRegistry> {
     ToolRegistry::start(
         &[resources(dir, env, timeout_secs)],
         options(dir, ApprovalConfig::default()),
@@ -83,7 +84,8 @@ fn processes_mentioning(marker: &str) -> Vec<u32> {
 async fn lists_tools_with_the_right_hints() {
     let dir = tempfile::tempdir().unwrap();
     let registry = start(dir.path(), &[], 10).await;
-    let mut names: Vec<&str> = registry.tools().iter().map(|t| t.name.as_str()).collect();
+    let tools = registry.tools();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     names.sort();
     assert_eq!(
         names,
@@ -434,4 +436,121 @@ async fn http_server_gets_the_bearer_token() {
         .collect();
     assert_eq!(calls, vec![None, Some("Bearer secret-token".to_string())]);
     registry.shutdown().await;
+}
+
+/// `mcp-resources --config` serving HTTP on `port` (killed on drop).
+struct LateServer(std::process::Child);
+
+impl LateServer {
+    fn start(dir: &Path, port: u16) -> LateServer {
+        let config = dir.join("late.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "host: 127.0.0.1\nport: {port}\ndb_path: {}\n",
+                dir.join("late.db").display()
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new(BIN)
+            .arg("--config")
+            .arg(&config)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        LateServer(child)
+    }
+}
+
+impl Drop for LateServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A registry whose only server is HTTP on a port nothing listens on yet.
+async fn registry_waiting_for(dir: &Path, port: u16, reserved: &[&str]) -> Arc<ToolRegistry> {
+    let config = McpServerConfig {
+        name: "late".into(),
+        url: Some(format!("http://127.0.0.1:{port}/mcp")),
+        timeout_secs: 5,
+        ..McpServerConfig::default()
+    };
+    let mut options = options(dir, ApprovalConfig::default());
+    options.reserved = reserved.iter().map(|r| r.to_string()).collect();
+    let registry = ToolRegistry::start(&[config], options).await.unwrap();
+    assert_eq!(registry.health()[0].status, "unavailable");
+    assert!(!registry.all_ready());
+    assert!(registry.tools().is_empty());
+    let error = registry.call("resources_list", Map::new(), None).await;
+    assert!(
+        matches!(&error, Err(ToolCallError::NotYetAvailable { servers, .. }) if servers == "\"late\""),
+        "{error:?}"
+    );
+    registry
+}
+
+/// Waits until the server is no longer `unavailable`; its status then.
+async fn settled_status(registry: &ToolRegistry) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = registry.health()[0].status.clone();
+        if status != "unavailable" || Instant::now() > deadline {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_server_down_at_startup_is_retried_and_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let registry = registry_waiting_for(dir.path(), port, &[]).await;
+    let version = registry.version();
+    let _server = LateServer::start(dir.path(), port);
+    assert_eq!(settled_status(&registry).await, "ready");
+    assert!(registry.all_ready());
+    assert_ne!(registry.version(), version, "readers must see the change");
+    assert_eq!(registry.health()[0].tools, 3);
+    let listed = call_json(&registry, "resources_list", json!({})).await;
+    assert_eq!(listed["count"], 0, "{listed}");
+    registry.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_server_whose_tool_clashes_is_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let registry = registry_waiting_for(dir.path(), port, &["resources_add"]).await;
+    let _server = LateServer::start(dir.path(), port);
+    assert_eq!(settled_status(&registry).await, "refused");
+    assert!(registry.tools().is_empty(), "all of its tools or none");
+    let error = registry.call("resources_list", Map::new(), None).await;
+    assert!(
+        matches!(error, Err(ToolCallError::UnknownTool(_))),
+        "{error:?}"
+    );
+    registry.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_ends_the_background_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry_waiting_for(dir.path(), free_port(), &[]).await;
+    tokio::time::timeout(Duration::from_secs(5), registry.shutdown())
+        .await
+        .expect("shutdown waits for no retry");
+    assert_eq!(Arc::strong_count(&registry), 1, "the retry task let go");
 }

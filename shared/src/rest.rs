@@ -29,6 +29,26 @@ pub struct HealthDetails {
     /// Conversation files that could not be loaded at startup and were
     /// moved to `data_dir/quarantine/` (see the server log for each).
     pub quarantined_files: usize,
+    /// Every configured MCP server and where it stands (absent when none
+    /// is configured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerHealth>,
+}
+
+/// One MCP server in `GET /health` details.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct McpServerHealth {
+    /// Its configured name.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// `ready`; `unavailable` (not reached yet, retried in the background:
+    /// its tools are missing meanwhile); `refused` (its tools clash with
+    /// other names); `starting`. The agent's log says why.
+    pub status: String,
+    /// How many tools it offers.
+    pub tools: usize,
 }
 
 /// `POST /conversations` body (the body itself is optional).

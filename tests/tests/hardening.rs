@@ -238,10 +238,8 @@ async fn unreadable_files_are_quarantined_and_reported() {
     );
     let (status, health) = agent.get("/health").await;
     assert_eq!(status, 200);
-    assert_eq!(
-        health,
-        json!({"status": "ok", "details": {"quarantined_files": 2}})
-    );
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["details"]["quarantined_files"], 2, "{health}");
 
     let recovered = agent.conversation(&valid.to_string()).await;
     let interrupted = recovered["messages"].as_array().unwrap().iter().any(|m| {

@@ -10,7 +10,9 @@ async fn ts001_starts_and_lists_tools_with_hints() {
         agent.get("/health").await,
         (
             200,
-            json!({"status": "ok", "details": {"quarantined_files": 0}})
+            json!({"status": "ok", "details": {"quarantined_files": 0, "mcp_servers": [
+                {"name": "resources", "transport": "stdio", "status": "ready", "tools": 3}
+            ]}})
         )
     );
     let (status, tools) = agent.get("/tools").await;

@@ -10,15 +10,21 @@ use super::AppState;
 ///
 /// `details.quarantined_files` counts the conversation files that could not
 /// be loaded at startup and were moved to `data_dir/quarantine/` (the log
-/// names each one).
+/// names each one). `details.mcp_servers` lists the MCP servers: one that
+/// was unreachable at startup is `unavailable` (retried in the background;
+/// its tools are missing meanwhile) and the status is then `degraded`,
+/// still with 200: the agent serves, so it stays in the load balancer.
 #[utoipa::path(get, path = "/health", tag = "system",
     responses((status = 200, body = Health,
-        example = json!({"status": "ok", "details": {"quarantined_files": 0}}))))]
+        example = json!({"status": "ok", "details": {"quarantined_files": 0,
+            "mcp_servers": [{"name": "resources", "transport": "http", "status": "ready", "tools": 3}]}}))))]
 pub async fn health(State(state): State<AppState>) -> Json<Health> {
+    let tools = state.engine.tools();
     Json(Health {
-        status: "ok".to_string(),
+        status: if tools.all_ready() { "ok" } else { "degraded" }.to_string(),
         details: Some(HealthDetails {
             quarantined_files: state.quarantined_files,
+            mcp_servers: tools.health(),
         }),
     })
 }

@@ -71,16 +71,16 @@ impl App {
             RegistryOptions {
                 approval: config.approval.clone(),
                 data_dir: config.data_dir.clone(),
+                reserved: reserved_tool_names(&config),
             },
         )
         .await
         .map_err(StartupError)?;
-        let tools = Arc::new(tools);
         let agents = A2aClient::start(&config.a2a, config.max_delegation_depth)
             .await
             .with_max_response_bytes(config.limits.max_a2a_response_bytes);
         let agents = Arc::new(agents);
-        let catalog = match ToolCatalog::build(tools.tools().to_vec(), agents.tools()) {
+        let catalog = match ToolCatalog::build(tools.tools(), agents.tools()) {
             Ok(catalog) => catalog,
             Err(error) => {
                 tools.shutdown().await;
@@ -184,6 +184,17 @@ pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
 /// A loud warning when the agent listens beyond loopback with no
 /// credentials required: anyone who reaches the port can approve.
+/// Names an MCP server that answers after startup may not take: the
+/// sub-agents' and the built-in `exit_loop`.
+fn reserved_tool_names(config: &AgentConfig) -> Vec<String> {
+    config
+        .a2a
+        .iter()
+        .map(|agent| agent.name.clone())
+        .chain([crate::engine::EXIT_LOOP_TOOL.to_string()])
+        .collect()
+}
+
 fn warn_if_open(config: &AgentConfig, auth: &Authenticator) {
     let loopback = matches!(config.host.as_str(), "localhost" | "::1" | "[::1]")
         || config.host.starts_with("127.");

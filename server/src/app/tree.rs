@@ -10,10 +10,10 @@ use std::sync::Arc;
 use crate::a2a::client::A2aClient;
 use crate::config::tree::DEFAULT_MAX_ITERATIONS;
 use crate::config::{AgentConfig, LlmConfig, NodeConfig, NodeKind};
+use crate::engine::catalog::ToolSelection;
 use crate::engine::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
-use crate::llm::{LlmClient, Provider, ToolSpec, build_client};
+use crate::llm::{LlmClient, Provider, build_client};
 use crate::mcp::ToolRegistry;
-use asg_shared::rest::ToolInfo;
 
 use super::StartupError;
 
@@ -128,68 +128,58 @@ impl Builder<'_> {
 
     /// The tools an `llm` node may use. Sub-agents scoped to one node
     /// (an `llm` node's own `a2a:` list, an `a2a` node's inline peer) are
-    /// offered to that node only.
-    fn tools_for(&self, node: &NodeConfig) -> Result<Arc<[ToolSpec]>, StartupError> {
+    /// offered to that node only. A `tools:` name no server offers is a
+    /// startup error, unless an MCP server that could offer it is still
+    /// unreachable (its tools join when it answers).
+    fn tools_for(&self, node: &NodeConfig) -> Result<ToolSelection, StartupError> {
         let scopes = &self.config.sub_agent_scopes;
-        let all: Vec<ToolInfo> = self
-            .tools
-            .tools()
+        let hidden: Vec<String> = scopes
             .iter()
-            .cloned()
-            .chain(
-                self.agents
-                    .tools()
-                    .into_iter()
-                    .filter(|t| scopes.get(&t.name).is_none_or(|only| only == &node.name)),
-            )
+            .filter(|(_, only)| *only != &node.name)
+            .map(|(name, _)| name.clone())
             .collect();
-        if let Some(names) = &node.tools {
-            for name in names {
-                if !all.iter().any(|t| &t.name == name) {
-                    return Err(StartupError(format!(
-                        "node {:?}: tool {name:?} is not offered by any MCP server or sub-agent",
-                        node.name
-                    )));
-                }
+        let known = |name: &String| {
+            self.tools.tool(name).is_some()
+                || (self.agents.agent(name).is_some() && !hidden.contains(name))
+        };
+        let waiting = self.tools.unavailable_servers();
+        for name in node.tools.iter().flatten().filter(|name| !known(name)) {
+            if waiting.is_empty() {
+                return Err(StartupError(format!(
+                    "node {:?}: tool {name:?} is not offered by any MCP server or sub-agent",
+                    node.name
+                )));
+            }
+            tracing::warn!(
+                node = %node.name,
+                tool = %name,
+                "tool not offered yet; MCP server(s) {} may offer it once they answer",
+                waiting.join(", ")
+            );
+        }
+        for server in node.mcp_servers.iter().flatten() {
+            if !self.config.mcp_servers.iter().any(|s| &s.name == server) {
+                return Err(StartupError(format!(
+                    "node {:?}: no MCP server is named {server:?}",
+                    node.name
+                )));
             }
         }
-        if let Some(servers) = &node.mcp_servers {
-            for server in servers {
-                if !self.config.mcp_servers.iter().any(|s| &s.name == server) {
-                    return Err(StartupError(format!(
-                        "node {:?}: no MCP server is named {server:?}",
-                        node.name
-                    )));
-                }
-            }
-        }
-        Ok(all
-            .iter()
-            .filter(|t| {
-                node.tools
-                    .as_ref()
-                    .is_none_or(|names| names.contains(&t.name))
-            })
-            .filter(|t| {
-                node.mcp_servers
-                    .as_ref()
-                    .is_none_or(|servers| t.source != "mcp" || servers.contains(&t.server))
-            })
-            .map(|t| ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                input_schema: t.input_schema.clone(),
-            })
-            .collect())
+        Ok(ToolSelection {
+            names: node.tools.clone(),
+            mcp_servers: node.mcp_servers.clone(),
+            hidden,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::catalog::ToolCatalog;
 
     /// The tools each `llm` child of the root sequence is offered.
-    fn offered(tree: &AgentTree) -> Vec<(String, Vec<String>)> {
+    fn offered(tree: &AgentTree, catalog: &ToolCatalog) -> Vec<(String, Vec<String>)> {
         let Node::Sequential(group) = &tree.root else {
             panic!("not a sequence");
         };
@@ -199,7 +189,11 @@ mod tests {
             .filter_map(|child| match child {
                 Node::Llm(node) => Some((
                     node.name.clone(),
-                    node.tools.iter().map(|t| t.name.clone()).collect(),
+                    catalog
+                        .offered(&node.tools)
+                        .into_iter()
+                        .map(|t| t.name)
+                        .collect(),
                 )),
                 _ => None,
             })
@@ -232,8 +226,9 @@ agent:
         let agents = A2aClient::start(&config.a2a, 4).await;
         let tools = ToolRegistry::empty();
         let tree = build_tree(&config, &tools, &agents, &root, &|_| None).unwrap();
+        let catalog = ToolCatalog::build(tools.tools(), agents.tools()).unwrap();
         assert_eq!(
-            offered(&tree),
+            offered(&tree, &catalog),
             [
                 ("planner".to_string(), vec!["everyone".into(), "own".into()]),
                 ("other".to_string(), vec!["everyone".into()]),

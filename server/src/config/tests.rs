@@ -70,20 +70,39 @@ fn errors_name_the_file_the_field_and_the_problem() {
     assert!(err.starts_with("agent.yaml: "), "{err}");
 }
 
+/// Every `*.yaml` under `dir` (recursively), with the scripted-model
+/// rule files left out.
+fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.ends_with("scripted") && !path.ends_with("mcp") {
+            found.extend(yaml_files(&path));
+        } else if path.extension().is_some_and(|e| e == "yaml") {
+            found.push(path);
+        }
+    }
+    found
+}
+
 #[test]
 fn every_shipped_and_test_config_is_valid() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut checked = 0;
-    for dir in ["config", "config/examples", "testdata"] {
-        for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "yaml") && !path.ends_with("web.yaml") {
+    let (mut agents, mut resources) = (0, 0);
+    for dir in ["config", "testdata"] {
+        for path in yaml_files(&root.join(dir)) {
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if name.starts_with("mcp-resources") {
+                crate::resources::http::HttpConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                resources += 1;
+            } else if !name.starts_with("mcp-filesystem") && !name.starts_with("web") {
                 AgentConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
-                checked += 1;
+                agents += 1;
             }
         }
     }
-    assert!(checked >= 12, "only {checked} configs found");
+    assert!(agents >= 20, "only {agents} agent configs found");
+    assert!(resources >= 2, "only {resources} mcp-resources configs found");
 }
 
 #[test]

@@ -35,13 +35,24 @@ impl CallOutcome {
 }
 
 impl Inner {
-    /// A tool by name, as resolved at startup.
-    pub(crate) fn tool(&self, name: &str) -> Option<&ToolInfo> {
-        self.catalog.get(name).map(|entry| &entry.info)
+    /// A tool by name, as resolved now.
+    pub(crate) fn tool(&self, name: &str) -> Option<ToolInfo> {
+        self.catalog
+            .current()
+            .get(name)
+            .map(|entry| entry.info.clone())
+    }
+
+    /// What a tool name stands for now.
+    fn tool_kind(&self, name: &str) -> Option<ToolKind> {
+        self.catalog
+            .current()
+            .get(name)
+            .map(|entry| entry.kind.clone())
     }
 }
 
-/// Runs a call on what its name was resolved to at startup. Failures
+/// Runs a call on what its name resolves to now. Failures
 /// become an error result the model can read; a result longer than
 /// `limits.max_tool_result_bytes` is cut with a visible note.
 pub async fn execute(
@@ -87,8 +98,8 @@ async fn run_call(
     name: &str,
     arguments: Map<String, Value>,
 ) -> CallOutcome {
-    let kind = inner.catalog.get(name).map(|entry| &entry.kind);
-    if kind == Some(&ToolKind::SubAgent)
+    let kind = inner.tool_kind(name);
+    if kind == Some(ToolKind::SubAgent)
         && let Some(agent) = inner.agents.agent(name)
     {
         let text = match arguments.get("message").and_then(Value::as_str) {
@@ -97,8 +108,10 @@ async fn run_call(
         };
         return delegation(name, inner.agents.send(agent, &text, None, None, ctx).await);
     }
-    if kind != Some(&ToolKind::Mcp) {
-        return CallOutcome::done(format!("No tool named {name:?} is available."), true);
+    if kind != Some(ToolKind::Mcp) {
+        // Unknown here; the registry says whether a server that is down
+        // might offer it.
+        return CallOutcome::done(inner.tools.unknown_tool(name).to_string(), true);
     }
     match inner.tools.call(name, arguments, ctx.bearer.as_ref()).await {
         Ok(output) => CallOutcome::done(output.content, output.is_error),

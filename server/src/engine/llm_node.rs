@@ -106,7 +106,7 @@ pub async fn run(
     rec: &mut dyn Recorder,
 ) -> Result<NodeOutcome, EngineError> {
     let node = inv.node;
-    let mut tools: Vec<ToolSpec> = node.tools.to_vec();
+    let mut tools: Vec<ToolSpec> = inner.catalog.current().offered(&node.tools);
     if inv.exit_loop {
         tools.push(exit_loop_spec());
     }
@@ -242,14 +242,7 @@ impl Step<'_> {
             }
             Plan::NotOffered => {
                 tracing::warn!(node = %node.name, tool = %call.name, "the model called a tool this node was not offered; refused, not run");
-                done(
-                    format!(
-                        "Refused: {:?} is not one of the tools available here, so it was \
-                         not run. Use only the tools you were given.",
-                        call.name
-                    ),
-                    true,
-                )
+                done(not_offered_text(self.inner, &call.name), true)
             }
             Plan::Skip => done(skipped_text(), true),
             Plan::Refuse => done(
@@ -314,6 +307,18 @@ impl Step<'_> {
             requested_by: None,
         }
     }
+}
+
+/// Why a call was refused as not offered: a tool of a server that is
+/// still unreachable is named as such.
+fn not_offered_text(inner: &Inner, name: &str) -> String {
+    if inner.tool(name).is_none() && !inner.tools.unavailable_servers().is_empty() {
+        return format!("Refused: {}", inner.tools.unknown_tool(name));
+    }
+    format!(
+        "Refused: {name:?} is not one of the tools available here, so it was not run. \
+         Use only the tools you were given."
+    )
 }
 
 /// How each call of a step is handled. Only the tools offered to the

@@ -48,7 +48,7 @@ use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
 use crate::store::Store;
-use catalog::ToolCatalog;
+use catalog::{LiveCatalog, ToolCatalog};
 
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
@@ -154,7 +154,8 @@ pub struct EngineParts {
     pub store: Arc<dyn Store>,
     /// Most tool calls one node may chain in a turn.
     pub max_tool_steps: usize,
-    /// Every tool name, resolved once: what it is and whether it is gated.
+    /// Every tool name resolved at startup: what it is and whether it is
+    /// gated (followed as tools of late MCP servers join).
     pub catalog: ToolCatalog,
     /// Caps on what a turn keeps and sends.
     pub limits: EngineLimits,
@@ -207,7 +208,7 @@ struct Inner {
     agents: Arc<A2aClient>,
     store: Arc<dyn Store>,
     max_tool_steps: usize,
-    catalog: ToolCatalog,
+    catalog: LiveCatalog,
     limits: EngineLimits,
     policy: DecisionPolicy,
     audit: Option<Arc<AuditLog>>,
@@ -246,11 +247,11 @@ impl Engine {
         Ok(Engine {
             inner: Arc::new(Inner {
                 tree: parts.tree,
-                tools: parts.tools,
-                agents: parts.agents,
+                tools: parts.tools.clone(),
+                agents: parts.agents.clone(),
                 store: parts.store,
                 max_tool_steps: parts.max_tool_steps,
-                catalog: parts.catalog,
+                catalog: LiveCatalog::new(parts.tools.clone(), parts.agents.tools(), parts.catalog),
                 limits: parts.limits,
                 policy: parts.policy,
                 audit: parts.audit,
@@ -346,7 +347,7 @@ impl Engine {
 
     /// Every tool the model can be offered: MCP tools and sub-agents.
     pub fn tool_infos(&self) -> Vec<asg_shared::rest::ToolInfo> {
-        self.inner.catalog.infos()
+        self.inner.catalog.current().infos()
     }
 
     /// The agent tree.

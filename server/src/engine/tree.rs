@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::llm::{LlmClient, ToolSpec};
+use super::catalog::ToolSelection;
+use crate::llm::LlmClient;
 
 /// An agent tree.
 pub struct AgentTree {
@@ -48,8 +49,8 @@ pub struct LlmNode {
     pub prompt: String,
     /// The model.
     pub llm: Arc<dyn LlmClient>,
-    /// Tools offered to the model.
-    pub tools: Arc<[ToolSpec]>,
+    /// Which of the catalog's tools are offered to the model.
+    pub tools: ToolSelection,
     /// Session-state key for the node's final text.
     pub output_key: Option<String>,
     /// Offer the `exit_loop` tool.

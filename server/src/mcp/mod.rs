@@ -2,8 +2,11 @@
 //!
 //! [`ToolRegistry`] owns one [`server::McpServer`] per configured server
 //! (stdio subprocess or streamable HTTP), lists their tools and routes calls.
-//! A crashed server is restarted on next use; every call has a timeout.
+//! A crashed server is restarted on next use; every call has a timeout; an
+//! HTTP server that is down at startup is retried in the background
+//! (`availability.rs`).
 
+mod availability;
 pub mod registry;
 pub mod server;
 

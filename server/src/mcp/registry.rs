@@ -11,12 +11,17 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, RwLock};
 
 use asg_shared::rest::ToolInfo;
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::availability::ServerStatus;
 use super::server::McpServer;
 use crate::config::{ApprovalConfig, McpServerConfig};
 use crate::context::BearerToken;
@@ -28,6 +33,9 @@ pub struct RegistryOptions {
     pub approval: ApprovalConfig,
     /// Exported to stdio servers as `ASG_DATA_DIR` unless their `env` sets it.
     pub data_dir: PathBuf,
+    /// Names a server that joins after startup may not use (sub-agents,
+    /// built-in tools); at startup the engine's catalog checks them.
+    pub reserved: Vec<String>,
 }
 
 /// The text a tool call produced.
@@ -46,6 +54,17 @@ pub enum ToolCallError {
     /// No configured server offers this tool.
     #[error("No tool named \"{0}\" is available.")]
     UnknownTool(String),
+    /// No server offers this tool now, and some are unavailable: it may
+    /// be one of theirs.
+    #[error(
+        "No tool named \"{tool}\" is available now: MCP server(s) {servers} could not be reached and are retried in the background; their tools appear once they answer. The tool was not run."
+    )]
+    NotYetAvailable {
+        /// Tool name.
+        tool: String,
+        /// The unavailable servers, quoted and comma-separated.
+        servers: String,
+    },
     /// The call took longer than the server's `timeout_secs`. The tool may
     /// still have run.
     #[error(
@@ -75,9 +94,24 @@ pub enum ToolCallError {
     },
 }
 
-/// Every MCP server and its tools.
+/// Every MCP server and its tools. A server reached over HTTP that does
+/// not answer at startup does not stop the agent: it is reported
+/// unavailable ([`ToolRegistry::health`]) and retried in the background
+/// (`availability.rs`); its tools join once it answers.
 pub struct ToolRegistry {
-    servers: Vec<Arc<McpServer>>,
+    pub(super) servers: Vec<Arc<McpServer>>,
+    pub(super) offered: RwLock<Offered>,
+    pub(super) status: Vec<StdMutex<ServerStatus>>,
+    /// Bumped whenever tools join; readers rebuild what they derived.
+    pub(super) version: AtomicU64,
+    pub(super) options: RegistryOptions,
+    pub(super) stop: CancellationToken,
+    pub(super) retries: TaskTracker,
+}
+
+/// The tools offered now.
+#[derive(Default)]
+pub(super) struct Offered {
     tools: Vec<ToolInfo>,
     /// Tool name → index in `servers`.
     routes: HashMap<String, usize>,
@@ -85,81 +119,120 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// Starts every server (stdio subprocess or streamable HTTP), initializes
-    /// it and lists its tools. On error every started server is stopped and
-    /// the message names the server and what failed.
+    /// it and lists its tools. A stdio server that fails, or a tool name
+    /// used twice, is an error naming the server (every started server is
+    /// stopped then); an HTTP server that does not answer is retried in
+    /// the background.
     pub async fn start(
         servers: &[McpServerConfig],
         options: RegistryOptions,
-    ) -> Result<ToolRegistry, String> {
-        let started = futures::future::join_all(
-            servers
-                .iter()
-                .map(|config| McpServer::start(config, &options.data_dir)),
-        )
-        .await;
-        let mut registry = ToolRegistry::empty();
+    ) -> Result<Arc<ToolRegistry>, String> {
+        let built = servers
+            .iter()
+            .map(|config| McpServer::new(config, &options.data_dir).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        let registry = Arc::new(ToolRegistry::with_servers(built, options));
+        let listed =
+            futures::future::join_all(registry.servers.iter().map(|s| s.initialize())).await;
         let mut first_error = None;
-        for result in started {
-            match result {
-                Ok((server, tools)) => {
-                    let index = registry.servers.len();
-                    registry.servers.push(Arc::new(server));
-                    if first_error.is_none()
-                        && let Err(e) = registry.add_tools(index, tools, &options.approval)
-                    {
-                        first_error = Some(e);
-                    }
+        for (index, result) in listed.into_iter().enumerate() {
+            let outcome = match result {
+                Ok(tools) => registry.add_tools(index, tools, &[]),
+                Err(error) if registry.servers[index].is_http() => {
+                    registry.retry_in_background(index, error);
+                    Ok(())
                 }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
+                Err(error) => Err(error),
+            };
+            if let Err(error) = outcome {
+                first_error.get_or_insert(error);
             }
         }
-        if let Some(e) = first_error {
+        if let Some(error) = first_error {
             registry.shutdown().await;
-            return Err(e);
+            return Err(error);
         }
         Ok(registry)
     }
 
-    fn add_tools(
-        &mut self,
+    fn with_servers(servers: Vec<Arc<McpServer>>, options: RegistryOptions) -> ToolRegistry {
+        ToolRegistry {
+            status: servers
+                .iter()
+                .map(|_| StdMutex::new(ServerStatus::Starting))
+                .collect(),
+            servers,
+            offered: RwLock::new(Offered::default()),
+            version: AtomicU64::new(0),
+            options,
+            stop: CancellationToken::new(),
+            retries: TaskTracker::new(),
+        }
+    }
+
+    /// Adds a server's tools, all or none: a name another server offers,
+    /// or one of `reserved` (sub-agents, built-ins: checked for servers
+    /// that join late), refuses them.
+    pub(super) fn add_tools(
+        &self,
         index: usize,
         tools: Vec<Tool>,
-        approval: &ApprovalConfig,
+        reserved: &[String],
     ) -> Result<(), String> {
         let server = self.servers[index].name().to_string();
-        for tool in tools {
-            let name = tool.name.to_string();
-            if let Some(&other) = self.routes.get(&name) {
+        let mut offered = self.offered.write().unwrap_or_else(|p| p.into_inner());
+        let mut seen = std::collections::HashSet::new();
+        for tool in &tools {
+            let name = tool.name.as_ref();
+            if let Some(&other) = offered.routes.get(name) {
                 return Err(format!(
                     "tool \"{name}\" is offered by both MCP server \"{}\" and MCP server \"{server}\"; tool names must be unique",
                     self.servers[other].name()
                 ));
             }
-            self.routes.insert(name, index);
-            self.tools.push(tool_info(&tool, &server, approval));
+            if reserved.iter().any(|r| r == name) || !seen.insert(name) {
+                return Err(format!(
+                    "tool \"{name}\" of MCP server \"{server}\" clashes with a sub-agent or built-in tool of the same name; tool names must be unique"
+                ));
+            }
         }
+        let count = tools.len();
+        for tool in tools {
+            offered.routes.insert(tool.name.to_string(), index);
+            offered
+                .tools
+                .push(tool_info(&tool, &server, &self.options.approval));
+        }
+        drop(offered);
+        self.set_status(index, ServerStatus::Ready { tools: count });
+        self.version.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
     /// A registry without servers or tools.
     pub fn empty() -> ToolRegistry {
-        ToolRegistry {
-            servers: Vec::new(),
-            tools: Vec::new(),
-            routes: HashMap::new(),
-        }
+        ToolRegistry::with_servers(Vec::new(), RegistryOptions::default())
     }
 
-    /// Every tool, in server order then the order each server listed them.
-    pub fn tools(&self) -> &[ToolInfo] {
-        &self.tools
+    /// Every tool offered now, in server order then the order each server
+    /// listed them (a server that joined late comes after the others).
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.offered
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .tools
+            .clone()
     }
 
     /// One tool by name.
-    pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
-        self.tools.iter().find(|t| t.name == name)
+    pub fn tool(&self, name: &str) -> Option<ToolInfo> {
+        let offered = self.offered.read().unwrap_or_else(|p| p.into_inner());
+        offered.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    /// Changes whenever tools join.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::SeqCst)
     }
 
     /// Calls a tool on the server that offers it, with that server's timeout.
@@ -170,17 +243,26 @@ impl ToolRegistry {
         arguments: Map<String, Value>,
         bearer: Option<&BearerToken>,
     ) -> Result<ToolOutput, ToolCallError> {
-        let server = self
+        let route = self
+            .offered
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
             .routes
             .get(name)
-            .and_then(|&i| self.servers.get(i))
-            .ok_or_else(|| ToolCallError::UnknownTool(name.to_string()))?;
+            .copied();
+        let Some(server) = route.and_then(|i| self.servers.get(i)) else {
+            return Err(self.unknown_tool(name));
+        };
         let result = server.call(name, arguments, bearer).await?;
         Ok(tool_output(result))
     }
 
-    /// Stops every server (each bounded by a timeout); no child outlives it.
+    /// Stops the background retries and every server (each bounded by a
+    /// timeout); no child outlives it.
     pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.retries.close();
+        self.retries.wait().await;
         futures::future::join_all(self.servers.iter().map(|s| s.shutdown())).await;
     }
 }

@@ -104,17 +104,13 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// Starts the server, initializes it and lists its tools. The error names
-    /// the server and what failed.
-    pub async fn start(
-        config: &McpServerConfig,
-        data_dir: &Path,
-    ) -> Result<(McpServer, Vec<Tool>), String> {
-        let server = McpServer::new(config, data_dir)?;
-        let name = server.name.clone();
+    /// Connects (spawning a stdio server), runs `initialize` and lists the
+    /// tools; the connection is kept for the calls. The error names the
+    /// server and what failed.
+    pub async fn initialize(&self) -> Result<Vec<Tool>, String> {
+        let name = &self.name;
         let conn = Arc::new(
-            server
-                .connect()
+            self.connect()
                 .await
                 .map_err(|e| format!("MCP server {name:?} failed to start: {e}"))?,
         );
@@ -132,11 +128,20 @@ impl McpServer {
                 ));
             }
         };
-        *server.conn.lock().await = Some(conn);
-        Ok((server, tools))
+        if let Some(old) = self.conn.lock().await.replace(conn) {
+            self.close_in_background(old);
+        }
+        Ok(tools)
     }
 
-    fn new(config: &McpServerConfig, data_dir: &Path) -> Result<McpServer, String> {
+    /// Whether the server is reached over streamable HTTP (it may start
+    /// after the agent) rather than spawned.
+    pub fn is_http(&self) -> bool {
+        matches!(self.target, Target::Http { .. })
+    }
+
+    /// The server as configured, not started yet.
+    pub fn new(config: &McpServerConfig, data_dir: &Path) -> Result<McpServer, String> {
         let expand = |s: &str| expand_env(s, &|k| std::env::var(k).ok());
         let name = config.name.clone();
         let target = match (&config.command, &config.url) {
