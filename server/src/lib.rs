@@ -10,6 +10,7 @@ pub mod auth;
 pub mod config;
 pub mod context;
 pub mod engine;
+pub mod filesystem;
 pub mod llm;
 pub mod mcp;
 pub mod resources;
