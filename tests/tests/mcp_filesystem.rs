@@ -5,7 +5,7 @@
 //! direct MCP calls); `GET /tools` shows read-only tools ungated and
 //! mutating ones gated; `/health` answers; SIGTERM stops it; a bad
 //! configuration stops it at startup with a clear message; `--stdio`
-//! speaks MCP on stdin/stdout.
+//! speaks MCP on stdin/stdout, and an agent can spawn it that way.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -611,4 +611,36 @@ fn stdio_mode_speaks_mcp_on_stdin_and_stdout() {
         std::thread::sleep(Duration::from_millis(25));
     };
     assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn an_agent_spawns_mcp_filesystem_over_stdio() {
+    let tree = Tree::new();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "name: file-manager\nprompt: You manage files.\nhost: 127.0.0.1\n\
+             llm:\n  model: scripted:{}\nmcp_servers:\n  - name: filesystem\n    \
+             command: {}\n    args: [--config, {}, --stdio]\n",
+            testdata("scripted/filesystem.yaml").display(),
+            binary("mcp-filesystem").display(),
+            tree.config().display()
+        ),
+    )
+    .unwrap();
+    let agent = Agent::start(&config, AgentOptions::default()).await;
+    let (status, read) = agent.say_new("read file notes/hello.txt").await;
+    assert_eq!(status, 201, "{read}");
+    assert!(response_text(&read).contains("Hello, files!"), "{read}");
+    let (_, asked) = agent
+        .say_new("write file notes/stdio.txt with content over stdio")
+        .await;
+    let (status, done) = agent
+        .decide(&approval_uuid(&asked), json!({"action": "approve"}))
+        .await;
+    assert_eq!(status, 200, "{done}");
+    let written = std::fs::read_to_string(tree.path("workspace/notes/stdio.txt")).unwrap();
+    assert_eq!(written, "over stdio");
 }
