@@ -238,9 +238,11 @@ cat <<EOF
 Stack ready. Ctrl-C stops it.
 EOF
 
-# Runs until a signal (the traps stop everything) or until a process dies.
+# Runs until a signal (the traps stop everything) or until a process dies
+# (checked every second; `wait` returns at once when a signal comes).
 while true; do
-  wait -n || true
+  sleep 1 &
+  wait $! || true
   for i in "${!PIDS[@]}"; do
     if [ "$STOPPING" = no ] && ! kill -0 "${PIDS[i]}" 2>/dev/null; then
       echo "stack.sh: ${NAMES[i]} exited; the end of $LOGS/${NAMES[i]}.log:" >&2
