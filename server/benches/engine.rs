@@ -113,6 +113,7 @@ async fn main() {
         store,
         max_tool_steps: 10,
         catalog: Default::default(),
+        rules: Default::default(),
         limits: Default::default(),
         policy: Default::default(),
         audit: None,

@@ -1,6 +1,7 @@
 //! The audit log: `data_dir/audit.jsonl`, append-only, one JSON line per
-//! approval decision (written and synced before the approved call runs)
-//! and one per outcome. It names who decided, never a credential: a
+//! approval decision (written and synced before the approved call runs),
+//! one per outcome, and one per call an `approval.rules` entry allowed or
+//! denied (`policy` lines, naming the rule). It names who decided, never a credential: a
 //! line holds the principal's subject, name, role and channel, the tool
 //! and a SHA-256 of its exact arguments, not the arguments themselves.
 
@@ -22,19 +23,25 @@ pub const FILE_NAME: &str = "audit.jsonl";
 /// One line.
 #[derive(Debug, Serialize)]
 pub struct AuditLine<'a> {
-    /// `decision` or `outcome`.
+    /// `decision`, `outcome` or `policy`.
     pub event: &'a str,
     /// When.
     pub time: DateTime<Utc>,
     /// The conversation.
     pub conversation: Uuid,
-    /// The approval.
-    pub approval: Uuid,
+    /// The approval (none on `policy` lines: no human was asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Uuid>,
+    /// The rule that decided (`policy` lines, and approvals a rule asked
+    /// for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'a str>,
     /// The tool (or sub-agent).
     pub tool: &'a str,
     /// `sha256:` of the arguments' JSON.
     pub arguments_sha256: String,
-    /// `approved`, `rejected` or `canceled` (decision lines).
+    /// `approved`, `rejected` or `canceled` (decision lines); `allowed`
+    /// or `denied` (policy lines).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<&'a str>,
     /// Who decided (decision lines).
@@ -58,7 +65,8 @@ impl<'a> AuditLine<'a> {
             event,
             time: Utc::now(),
             conversation: approval.conversation_id,
-            approval: approval.uuid,
+            approval: Some(approval.uuid),
+            rule: approval.rule.as_deref(),
             tool: &approval.tool_name,
             arguments_sha256: arguments_hash(&approval.tool_args),
             decision: None,
@@ -66,6 +74,33 @@ impl<'a> AuditLine<'a> {
             requested_by: approval.requested_by.as_ref(),
             reason: None,
             outcome,
+        }
+    }
+}
+
+impl<'a> AuditLine<'a> {
+    /// A `policy` line: `rule` allowed (`allowed`, outcome `executing`) or
+    /// denied (`denied`, outcome `not_run`) a call without asking anyone.
+    pub fn policy(
+        conversation: Uuid,
+        tool: &'a str,
+        arguments: &serde_json::Map<String, Value>,
+        rule: &'a str,
+        allowed: bool,
+    ) -> Self {
+        AuditLine {
+            event: "policy",
+            time: Utc::now(),
+            conversation,
+            approval: None,
+            rule: Some(rule),
+            tool,
+            arguments_sha256: arguments_hash(arguments),
+            decision: Some(if allowed { "allowed" } else { "denied" }),
+            by: None,
+            requested_by: None,
+            reason: None,
+            outcome: if allowed { "executing" } else { "not_run" },
         }
     }
 }

@@ -31,6 +31,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         store: Arc::new(JsonFileStore::open(dir).unwrap()),
         max_tool_steps: 3,
         catalog: Default::default(),
+        rules: Default::default(),
         limits: Default::default(),
         policy: Default::default(),
         audit: None,

@@ -202,6 +202,14 @@ pub struct PendingApproval {
     /// The principal of the turn that raised it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<Actor>,
+    /// Roles or groups allowed to decide (an `approval.rules` entry's
+    /// `approvers`); empty: any approver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
+    /// The rule that asked for this approval (`approval.rules[N] (ask
+    /// tool)`), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// Where a paused agent-tree run stands, so it can resume after approval.

@@ -312,6 +312,8 @@ mod tests {
             remote_agent_name: Some("agent-b".into()),
             remote_approval_uuid: Some("u-remote".into()),
             requested_by: None,
+            approvers: Vec::new(),
+            rule: None,
         }
     }
 

@@ -83,6 +83,8 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
             remote_agent_name: None,
             remote_approval_uuid: None,
             requested_by: None,
+            approvers: Vec::new(),
+            rule: None,
         }),
         pipeline_state: None,
         turn_in_progress: false,

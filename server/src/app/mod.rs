@@ -18,6 +18,7 @@ use crate::audit::AuditLog;
 use crate::auth::Authenticator;
 use crate::config::AgentConfig;
 use crate::engine::catalog::ToolCatalog;
+use crate::engine::rules::ApprovalRules;
 use crate::engine::{DecisionPolicy, Engine, EngineLimits, EngineParts, HistoryBudget};
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
@@ -87,6 +88,14 @@ impl App {
                 return Err(StartupError(error));
             }
         };
+        let rules = approval_rules(&config, &catalog, &tools);
+        let rules = match rules {
+            Ok(rules) => rules,
+            Err(error) => {
+                tools.shutdown().await;
+                return Err(error);
+            }
+        };
         let tree = tree::build_tree(&config, &tools, &agents, config_dir, env)?;
         let engine = Engine::start(EngineParts {
             tree,
@@ -95,6 +104,7 @@ impl App {
             store: store.clone(),
             max_tool_steps: config.max_tool_steps,
             catalog,
+            rules,
             limits: EngineLimits {
                 max_tool_result_bytes: config.limits.max_tool_result_bytes,
                 history: HistoryBudget {
@@ -184,6 +194,35 @@ pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
 /// A loud warning when the agent listens beyond loopback with no
 /// credentials required: anyone who reaches the port can approve.
+/// `approval.rules`, compiled; a rule whose tool pattern matches no tool
+/// is a startup error (a typo would never apply), unless an MCP server
+/// that could offer it is still unreachable.
+fn approval_rules(
+    config: &AgentConfig,
+    catalog: &ToolCatalog,
+    tools: &ToolRegistry,
+) -> Result<ApprovalRules, StartupError> {
+    let rules = ApprovalRules::compile(&config.approval.rules).map_err(StartupError)?;
+    let names: Vec<String> = catalog.infos().into_iter().map(|t| t.name).collect();
+    let waiting = tools.unavailable_servers();
+    for rule in rules.unmatched(&names) {
+        let message = format!(
+            "{}: tool pattern {:?} matches no tool (tools: {})",
+            rule.label(),
+            rule.tool,
+            names.join(", ")
+        );
+        if waiting.is_empty() {
+            return Err(StartupError(message));
+        }
+        tracing::warn!(
+            "{message}; MCP server(s) {} may offer it once they answer",
+            waiting.join(", ")
+        );
+    }
+    Ok(rules)
+}
+
 /// Names an MCP server that answers after startup may not take: the
 /// sub-agents' and the built-in `exit_loop`.
 fn reserved_tool_names(config: &AgentConfig) -> Vec<String> {

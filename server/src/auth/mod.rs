@@ -67,6 +67,9 @@ pub struct Principal {
     pub name: Option<String>,
     /// Roles beyond chatting.
     pub roles: BTreeSet<Role>,
+    /// Every name in the token's roles claim, or an API key's `groups`:
+    /// what an approval rule's `approvers` are matched against.
+    pub groups: BTreeSet<String>,
     /// How it authenticated.
     pub credential: Credential,
 }
@@ -78,6 +81,7 @@ impl Principal {
             subject: "anonymous".into(),
             name: None,
             roles: [Role::Approver, Role::Admin].into_iter().collect(),
+            groups: BTreeSet::new(),
             credential: Credential::Anonymous,
         }
     }
@@ -85,6 +89,11 @@ impl Principal {
     /// Has `role`.
     pub fn has(&self, role: Role) -> bool {
         self.roles.contains(&role)
+    }
+
+    /// Holds the role, or belongs to the group, called `name`.
+    pub fn is_in(&self, name: &str) -> bool {
+        self.groups.contains(name) || Role::parse(name).is_some_and(|role| self.has(role))
     }
 
     /// Authentication is off for this caller.
@@ -112,6 +121,7 @@ struct ApiKey {
     name: String,
     key: Vec<u8>,
     roles: BTreeSet<Role>,
+    groups: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for ApiKey {
@@ -172,6 +182,7 @@ impl Authenticator {
                 name: entry.name.clone(),
                 key: key.into_bytes(),
                 roles: entry.roles.iter().filter_map(|r| Role::parse(r)).collect(),
+                groups: entry.groups.iter().cloned().collect(),
             });
         }
         let oidc = config
@@ -233,6 +244,7 @@ impl Configured {
             subject: key.name.clone(),
             name: None,
             roles: key.roles.clone(),
+            groups: key.groups.clone(),
             credential: Credential::ApiKey,
         })
     }

@@ -234,6 +234,7 @@ impl Inner {
     fn principal(&self, claims: &Value) -> Principal {
         let text = |key: &str| claims.get(key).and_then(Value::as_str).map(str::to_string);
         let mut roles = BTreeSet::new();
+        let mut groups = BTreeSet::new();
         for name in claim_names(claims.get(&self.roles_claim)) {
             if let Some(role) = Role::parse(&name) {
                 roles.insert(role);
@@ -241,11 +242,13 @@ impl Inner {
             if let Some(role) = self.role_map.get(&name) {
                 roles.insert(*role);
             }
+            groups.insert(name);
         }
         Principal {
             subject: text("sub").unwrap_or_default(),
             name: text("name").or_else(|| text("preferred_username")),
             roles,
+            groups,
             credential: Credential::Token,
         }
     }

@@ -42,6 +42,18 @@ pub enum Refusal {
     /// Not an approver.
     #[error("deciding approvals needs the approver role; {0} does not have it")]
     NotApprover(String),
+    /// An approver outside the rule's `approvers`.
+    #[error(
+        "{who} may not decide this approval: {rule} lets only {approvers} decide; it stays pending"
+    )]
+    NotListed {
+        /// The principal.
+        who: String,
+        /// The rule.
+        rule: String,
+        /// Its approvers, comma-separated.
+        approvers: String,
+    },
     /// The requester itself, with `separate_approver`.
     #[error(
         "{0} raised this approval and may not decide it (approval.separate_approver: another approver must); it stays pending"
@@ -64,6 +76,19 @@ pub fn can_decide(
         .is_some_and(|by| by.subject == principal.subject);
     if separate_approver && own && !principal.is_anonymous() {
         return Err(Refusal::OwnRequest(principal.subject.clone()));
+    }
+    let listed = approval.approvers.is_empty()
+        || principal.is_anonymous()
+        || approval.approvers.iter().any(|name| principal.is_in(name));
+    if !listed {
+        return Err(Refusal::NotListed {
+            who: principal.subject.clone(),
+            rule: approval
+                .rule
+                .clone()
+                .unwrap_or_else(|| "approval.rules".into()),
+            approvers: approval.approvers.join(", "),
+        });
     }
     Ok(Role::Approver)
 }
@@ -112,6 +137,7 @@ mod tests {
             subject: subject.into(),
             name: None,
             roles: roles.iter().copied().collect::<BTreeSet<_>>(),
+            groups: BTreeSet::new(),
             credential: Credential::Token,
         }
     }
@@ -148,6 +174,8 @@ mod tests {
             remote_agent_name: None,
             remote_approval_uuid: None,
             requested_by: Some(actor(&who(requester, &[]), None, "rest")),
+            approvers: Vec::new(),
+            rule: None,
         }
     }
 
@@ -207,5 +235,41 @@ mod tests {
         assert!(!can_see_approval(&who("carol", &[]), &request));
         assert!(can_see_approval(&who("alice", &[Role::Approver]), &request));
         assert!(can_see_approval(&who("dana", &[Role::Admin]), &request));
+    }
+
+    #[test]
+    fn a_rules_approvers_limit_who_decides() {
+        let mut pending = approval(Uuid::new_v4(), "bob");
+        pending.approvers = vec!["sre".into(), "admin".into()];
+        pending.rule = Some("approval.rules[1] (ask resources_add)".into());
+        let mut frank = who("frank", &[Role::Approver]);
+        frank.groups.insert("sre".into());
+        let alice = who("alice", &[Role::Approver]);
+        let dana = who("dana", &[Role::Approver, Role::Admin]);
+        let mut carol = who("carol", &[]);
+        carol.groups.insert("sre".into());
+        assert_eq!(can_decide(&frank, &pending, false), Ok(Role::Approver));
+        assert_eq!(
+            can_decide(&dana, &pending, false),
+            Ok(Role::Approver),
+            "a listed role"
+        );
+        assert!(can_decide(&Principal::anonymous(), &pending, false).is_ok());
+        let refusal = can_decide(&alice, &pending, false).unwrap_err();
+        assert!(matches!(refusal, Refusal::NotListed { .. }), "{refusal}");
+        let message = refusal.to_string();
+        assert!(
+            message.contains("alice")
+                && message.contains("sre, admin")
+                && message.contains("approval.rules[1]"),
+            "{message}"
+        );
+        // The group alone does not make an approver.
+        assert_eq!(
+            can_decide(&carol, &pending, false),
+            Err(Refusal::NotApprover("carol".into()))
+        );
+        pending.approvers.clear();
+        assert!(can_decide(&alice, &pending, false).is_ok());
     }
 }

@@ -94,6 +94,11 @@ async fn a_valid_rs256_token_gives_its_principal_and_mapped_roles() {
     assert_eq!(principal.name.as_deref(), Some("Alice"));
     assert!(principal.has(Role::Approver), "sre maps to approver");
     assert!(!principal.has(Role::Admin));
+    assert_eq!(
+        principal.groups,
+        ["dev".to_string(), "sre".to_string()].into(),
+        "every claim name, for approval rules"
+    );
     assert_eq!(principal.credential, Credential::Token);
 }
 
@@ -196,6 +201,7 @@ fn api_key_auth() -> Authenticator {
             name: "ops-bot".into(),
             key_env: "OPS_BOT_KEY".into(),
             roles: vec!["approver".into()],
+            groups: vec!["sre".into()],
         }],
         role_map: BTreeMap::new(),
     };
@@ -223,6 +229,8 @@ async fn api_keys_work_in_both_headers_and_wrong_ones_are_refused() {
         let principal = auth.authenticate(&h).await.unwrap();
         assert_eq!(principal.subject, "ops-bot");
         assert!(principal.has(Role::Approver));
+        assert!(principal.is_in("sre") && principal.is_in("approver"));
+        assert!(!principal.is_in("admin"));
         assert_eq!(principal.credential, Credential::ApiKey);
     }
     assert_eq!(
@@ -244,6 +252,7 @@ fn a_missing_or_short_key_stops_startup_naming_the_variable() {
             name: "ops-bot".into(),
             key_env: "OPS_BOT_KEY".into(),
             roles: vec![],
+            groups: vec![],
         }],
         role_map: BTreeMap::new(),
     };

@@ -53,6 +53,11 @@ pub struct ApiKeyConfig {
     /// Its roles.
     #[serde(default)]
     pub roles: Vec<String>,
+    /// Groups it belongs to, free-form (an `approval.rules` entry's
+    /// `approvers` may name them), like the names in a token's roles
+    /// claim.
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 fn default_roles_claim() -> String {

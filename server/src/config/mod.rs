@@ -6,6 +6,7 @@
 
 mod auth;
 mod expand;
+pub mod rules;
 pub mod tree;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use serde::Deserialize;
 
 pub use auth::{ApiKeyConfig, AuthConfig, OidcConfig};
 pub use expand::expand_env;
+pub use rules::{ConditionConfig, ConditionTests, RuleAction, RuleConfig};
 pub use tree::{NodeConfig, NodeKind};
 
 /// Default listen port.
@@ -217,6 +219,10 @@ pub struct ApprovalConfig {
     /// (four-eyes).
     #[serde(default)]
     pub separate_approver: bool,
+    /// Policies on calls, first match wins (`config/rules.rs`); they come
+    /// before the hints and the `always` / `never` lists.
+    #[serde(default)]
+    pub rules: Vec<RuleConfig>,
 }
 
 impl Default for ApprovalConfig {
@@ -226,6 +232,7 @@ impl Default for ApprovalConfig {
             always: Vec::new(),
             never: Vec::new(),
             separate_approver: false,
+            rules: Vec::new(),
         }
     }
 }
@@ -525,6 +532,7 @@ impl AgentConfig {
         }
         let agent_names = self.validate_sub_agents()?;
         self.validate_limits()?;
+        rules::validate_rules(&self.approval.rules)?;
         self.auth.validate()?;
         if self.max_delegation_depth == 0 {
             return Err(("max_delegation_depth".into(), "must be at least 1".into()));

@@ -102,7 +102,10 @@ fn every_shipped_and_test_config_is_valid() {
         }
     }
     assert!(agents >= 20, "only {agents} agent configs found");
-    assert!(resources >= 2, "only {resources} mcp-resources configs found");
+    assert!(
+        resources >= 2,
+        "only {resources} mcp-resources configs found"
+    );
 }
 
 #[test]

@@ -135,6 +135,8 @@ mod tests {
                 remote_agent_name: None,
                 remote_approval_uuid: None,
                 requested_by: None,
+                approvers: Vec::new(),
+                rule: None,
             }),
             pipeline_state: None,
             turn_in_progress: false,

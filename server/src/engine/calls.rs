@@ -314,6 +314,8 @@ pub fn proxy_approval(
         remote_agent_name: Some(agent.to_string()),
         remote_approval_uuid: remote.approval_uuid,
         requested_by: None,
+        approvers: Vec::new(),
+        rule: None,
     }
 }
 

@@ -13,6 +13,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::calls::{self, CallOutcome};
+use super::decide::{CallFacts, Decision, Verdict, decide};
 use super::tree::LlmNode;
 use super::{EngineError, Inner, approval, history, new_message};
 use crate::context::RequestContext;
@@ -85,16 +86,21 @@ pub struct Invocation<'a> {
     pub exit_loop: bool,
 }
 
+/// How one call of a step is handled: as decided (`decide.rs`), with the
+/// uuid of the approval a gated call waits for; or skipped because an
+/// earlier call of the step waits for one.
 enum Plan {
-    Run,
-    RunUnapproved,
-    Gate(Uuid),
+    Decided(Decision, Option<Uuid>),
     Skip,
-    Refuse,
-    /// Not one of the tools offered to this node (unknown, or limited
-    /// away by `tools:` / `mcp_servers:`): recorded, never run.
-    NotOffered,
-    Exit,
+}
+
+impl Plan {
+    fn verdict(&self) -> Option<&Verdict> {
+        match self {
+            Plan::Decided(decision, _) => Some(&decision.verdict),
+            Plan::Skip => None,
+        }
+    }
 }
 
 /// Runs an invocation to its end.
@@ -154,7 +160,9 @@ pub async fn run(
             } else {
                 String::new()
             };
-            if let (Plan::RunUnapproved, Gate::RunUnapproved { container }) = (plan, &inv.gate) {
+            if let (Some(Verdict::RunUnapproved), Gate::RunUnapproved { container }) =
+                (plan.verdict(), &inv.gate)
+            {
                 content = format!(
                     "{content}\n[ran without approval: allow_destructive on {container:?}]"
                 )
@@ -234,31 +242,38 @@ impl Step<'_> {
     /// Runs, refuses or gates one call as planned.
     async fn perform(&self, call: LlmToolCall, plan: Plan) -> Performed {
         let (inner, ctx, node) = (self.inner, self.ctx, self.node);
-        let outcome = match plan {
-            Plan::Run => calls::execute(inner, ctx, &call.name, call.arguments.clone()).await,
-            Plan::RunUnapproved => {
+        let Plan::Decided(decision, uuid) = plan else {
+            return Performed::Result(result_message(&call.id, &call.name, skipped_text(), true));
+        };
+        if let Some(rule) = &decision.rule {
+            tracing::info!(node = %node.name, tool = %call.name, %rule, "{}", decision.reason);
+            policy_audit(inner, self.conversation_id, &call, &decision);
+        }
+        let outcome = match decision.verdict {
+            Verdict::Run => calls::execute(inner, ctx, &call.name, call.arguments.clone()).await,
+            Verdict::RunUnapproved => {
                 tracing::warn!(node = %node.name, gate = ?self.gate, tool = %call.name, "destructive tool runs WITHOUT approval (allow_destructive)");
                 calls::execute(inner, ctx, &call.name, call.arguments.clone()).await
             }
-            Plan::NotOffered => {
+            Verdict::NotOffered => {
                 tracing::warn!(node = %node.name, tool = %call.name, "the model called a tool this node was not offered; refused, not run");
                 done(not_offered_text(self.inner, &call.name), true)
             }
-            Plan::Skip => done(skipped_text(), true),
-            Plan::Refuse => done(
-                format!(
-                    "Refused: {} is destructive and needs approval, which cannot be \
-                     given inside this parallel node (allow_destructive is false).",
-                    call.name
-                ),
+            Verdict::Refuse => done(
+                format!("Refused: {} was not run: {}.", call.name, decision.reason),
                 true,
             ),
-            Plan::Exit => {
+            Verdict::Exit => {
                 let message =
                     result_message(&call.id, &call.name, "Loop exit requested.".into(), false);
                 return Performed::Exit(message);
             }
-            Plan::Gate(uuid) => return Performed::Paused(Box::new(self.gated(uuid, call))),
+            Verdict::Ask { approvers } => {
+                let mut pending = self.gated(uuid.unwrap_or_else(Uuid::new_v4), call);
+                pending.approvers = approvers;
+                pending.rule = decision.rule;
+                return Performed::Paused(Box::new(pending));
+            }
         };
         match outcome {
             CallOutcome::Done { content, is_error } => {
@@ -305,7 +320,27 @@ impl Step<'_> {
             remote_agent_name: None,
             remote_approval_uuid: None,
             requested_by: None,
+            approvers: Vec::new(),
+            rule: None,
         }
+    }
+}
+
+/// The audit line of a call a rule allowed or denied without asking
+/// anyone (an approval a rule asked for is audited when decided).
+fn policy_audit(inner: &Inner, conversation: Uuid, call: &LlmToolCall, decision: &Decision) {
+    let (Some(audit), Some(rule)) = (&inner.audit, &decision.rule) else {
+        return;
+    };
+    let allowed = match decision.verdict {
+        Verdict::Run => true,
+        Verdict::Refuse => false,
+        _ => return,
+    };
+    let line =
+        crate::audit::AuditLine::policy(conversation, &call.name, &call.arguments, rule, allowed);
+    if let Err(error) = audit.append(&line) {
+        tracing::error!(%error, "cannot write the audit log");
     }
 }
 
@@ -321,8 +356,8 @@ fn not_offered_text(inner: &Inner, name: &str) -> String {
     )
 }
 
-/// How each call of a step is handled. Only the tools offered to the
-/// node (`offered`) can run; the gate comes from the startup catalog.
+/// How each call of a step is handled (`decide.rs`); after a call that
+/// stops for approval, the rest of the step is skipped.
 fn plan(inner: &Inner, gate: &Gate, offered: &[ToolSpec], calls: &[LlmToolCall]) -> Vec<Plan> {
     let mut gated = false;
     calls
@@ -331,24 +366,16 @@ fn plan(inner: &Inner, gate: &Gate, offered: &[ToolSpec], calls: &[LlmToolCall])
             if gated {
                 return Plan::Skip;
             }
-            if !offered.iter().any(|tool| tool.name == call.name) {
-                return Plan::NotOffered;
-            }
-            if call.name == EXIT_LOOP_TOOL {
-                return Plan::Exit;
-            }
-            match inner.tool(&call.name) {
-                None => Plan::NotOffered,
-                Some(info) if info.destructive_hint => match gate {
-                    Gate::Approve => {
-                        gated = true;
-                        Plan::Gate(Uuid::new_v4())
-                    }
-                    Gate::RunUnapproved { .. } => Plan::RunUnapproved,
-                    Gate::Refuse { .. } => Plan::Refuse,
-                },
-                Some(_) => Plan::Run,
-            }
+            let facts = CallFacts {
+                tool: &call.name,
+                arguments: &call.arguments,
+                offered: offered.iter().any(|tool| tool.name == call.name),
+                gated: inner.tool(&call.name).map(|info| info.destructive_hint),
+            };
+            let decision = decide(facts, gate, &inner.rules);
+            let uuid = matches!(decision.verdict, Verdict::Ask { .. }).then(Uuid::new_v4);
+            gated = uuid.is_some();
+            Plan::Decided(decision, uuid)
         })
         .collect()
 }
@@ -358,10 +385,10 @@ fn tool_call(call: &LlmToolCall, plan: &Plan) -> ToolCall {
         id: call.id.clone(),
         name: call.name.clone(),
         arguments: call.arguments.clone(),
-        needs_approval: matches!(plan, Plan::Gate(_)),
+        needs_approval: matches!(plan.verdict(), Some(Verdict::Ask { .. })),
         approval_uuid: match plan {
-            Plan::Gate(uuid) => Some(*uuid),
-            _ => None,
+            Plan::Decided(_, uuid) => *uuid,
+            Plan::Skip => None,
         },
         provider_signature: call.signature.clone(),
     }

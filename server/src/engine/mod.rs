@@ -21,10 +21,12 @@
 pub mod approval;
 mod calls;
 pub mod catalog;
+pub mod decide;
 mod history;
 mod index;
 mod llm_node;
 mod reconcile;
+pub mod rules;
 mod run;
 mod tree;
 mod turn;
@@ -157,6 +159,8 @@ pub struct EngineParts {
     /// Every tool name resolved at startup: what it is and whether it is
     /// gated (followed as tools of late MCP servers join).
     pub catalog: ToolCatalog,
+    /// `approval.rules`, compiled.
+    pub rules: rules::ApprovalRules,
     /// Caps on what a turn keeps and sends.
     pub limits: EngineLimits,
     /// Who may decide approvals.
@@ -209,6 +213,7 @@ struct Inner {
     store: Arc<dyn Store>,
     max_tool_steps: usize,
     catalog: LiveCatalog,
+    rules: rules::ApprovalRules,
     limits: EngineLimits,
     policy: DecisionPolicy,
     audit: Option<Arc<AuditLog>>,
@@ -252,6 +257,7 @@ impl Engine {
                 store: parts.store,
                 max_tool_steps: parts.max_tool_steps,
                 catalog: LiveCatalog::new(parts.tools.clone(), parts.agents.tools(), parts.catalog),
+                rules: parts.rules,
                 limits: parts.limits,
                 policy: parts.policy,
                 audit: parts.audit,

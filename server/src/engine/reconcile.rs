@@ -169,6 +169,8 @@ mod tests {
             remote_agent_name: Some("b".into()),
             remote_approval_uuid: Some("x".into()),
             requested_by: None,
+            approvers: Vec::new(),
+            rule: None,
         }
     }
 

@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use uuid::Uuid;
 
 use super::calls::{self, CallOutcome};
+use super::decide::{CallFacts, Verdict, decide};
 use super::llm_node::{self, Buffer, Gate, Invocation, NodeOutcome, Recorder};
 use super::tree::{A2aNode, Node};
 use super::{EngineError, Inner, new_message};
@@ -241,8 +242,8 @@ impl Exec {
         })
     }
 
-    /// An `a2a` step: one delegation, gated like a tool call. On resume,
-    /// the decision's recorded result is the step's output.
+    /// An `a2a` step: one delegation, gated like a tool call (`decide.rs`).
+    /// On resume, the decision's recorded result is the step's output.
     async fn run_a2a(
         &mut self,
         a2a: &A2aNode,
@@ -251,46 +252,36 @@ impl Exec {
         gate: Gate,
         rec: &mut dyn Transcript,
     ) -> Result<Flow, EngineError> {
-        let record = |rec: &mut dyn Transcript, mut message: Message| {
-            message.node = Some(a2a.name.clone());
-            rec.push(message);
-        };
         if let Some(resume) = resume {
-            return Ok(
-                match resume.own.iter().rev().find(|m| m.role == Role::Tool) {
-                    Some(result) if !result.is_error => {
-                        self.set(&a2a.output_key, &result.content);
-                        Flow::Done(result.content.clone())
-                    }
-                    Some(result) => Flow::Failed(Failure::SubAgent(result.content.clone())),
-                    None => Flow::Failed(Failure::SubAgent(format!(
-                        "node {:?} resumed without a result",
-                        a2a.name
-                    ))),
-                },
-            );
+            return Ok(resumed_a2a(a2a, &resume)
+                .inspect(|output| {
+                    self.set(&a2a.output_key, output);
+                })
+                .map_or_else(Flow::Failed, Flow::Done));
         }
         let text = resolve(&a2a.prompt, &|k| self.lookup(k));
-        record(rec, new_message(Role::System, text.clone()));
+        record_in(rec, a2a, new_message(Role::System, text.clone()));
         let messages_from = rec.position();
-        let destructive = self
-            .inner
-            .tool(&a2a.agent)
-            .is_none_or(|t| t.destructive_hint);
-        let call_id = format!("a2a_{}", Uuid::new_v4().simple());
         let mut arguments = serde_json::Map::new();
         arguments.insert("message".into(), serde_json::Value::String(text.clone()));
-        let gated = (destructive && gate == Gate::Approve).then(Uuid::new_v4);
-        let mut call = new_message(Role::Assistant, String::new());
-        call.tool_call = Some(ToolCall {
-            id: call_id.clone(),
-            name: a2a.agent.clone(),
-            arguments: arguments.clone(),
-            needs_approval: gated.is_some(),
-            approval_uuid: gated,
-            provider_signature: None,
-        });
-        record(rec, call);
+        let facts = CallFacts {
+            tool: &a2a.agent,
+            arguments: &arguments,
+            offered: true,
+            gated: Some(
+                self.inner
+                    .tool(&a2a.agent)
+                    .is_none_or(|t| t.destructive_hint),
+            ),
+        };
+        let decision = decide(facts, &gate, &self.inner.rules);
+        let call = Delegation {
+            id: format!("a2a_{}", Uuid::new_v4().simple()),
+            text,
+            arguments,
+            uuid: matches!(decision.verdict, Verdict::Ask { .. }).then(Uuid::new_v4),
+        };
+        record_in(rec, a2a, call.message(a2a));
         let pause = |pending: PendingApproval| {
             Flow::Paused(Pause {
                 pending: Box::new(pending),
@@ -299,43 +290,32 @@ impl Exec {
                 messages_from,
             })
         };
-        if let Some(uuid) = gated {
-            return Ok(pause(PendingApproval {
-                uuid,
-                conversation_id: self.conversation_id,
-                tool_name: a2a.agent.clone(),
-                description: format!("Delegate to {}: {text}", a2a.agent),
-                tool_args: arguments,
-                created_at: chrono::Utc::now(),
-                call_id,
-                node: Some(a2a.name.clone()),
-                state: ApprovalState::Pending,
-                remote_task_id: None,
-                remote_agent_name: None,
-                remote_approval_uuid: None,
-                requested_by: None,
-            }));
-        }
-        let outcome = match (&gate, destructive) {
-            (Gate::Refuse { container }, true) => CallOutcome::Done {
+        let outcome = match decision.verdict {
+            Verdict::Ask { approvers } => {
+                let mut pending = call.pending(self.conversation_id, a2a);
+                pending.approvers = approvers;
+                pending.rule = decision.rule;
+                return Ok(pause(pending));
+            }
+            Verdict::Run | Verdict::RunUnapproved => {
+                if decision.verdict == Verdict::RunUnapproved {
+                    tracing::warn!(node = %a2a.name, gate = ?gate, agent = %a2a.agent, "destructive delegation runs WITHOUT approval (allow_destructive)");
+                }
+                calls::execute(&self.inner, &self.ctx, &a2a.agent, call.arguments.clone()).await
+            }
+            _ => CallOutcome::Done {
                 content: format!(
-                    "Refused: delegating to {} needs approval, which cannot be given inside {container:?}.",
-                    a2a.agent
+                    "Refused: delegating to {} was not run: {}.",
+                    a2a.agent, decision.reason
                 ),
                 is_error: true,
             },
-            (_, unapproved) => {
-                if unapproved {
-                    tracing::warn!(node = %a2a.name, gate = ?gate, agent = %a2a.agent, "destructive delegation runs WITHOUT approval (allow_destructive)");
-                }
-                calls::execute(&self.inner, &self.ctx, &a2a.agent, arguments).await
-            }
         };
         let (content, is_error) = match outcome {
             CallOutcome::Remote { agent, approval } if gate == Gate::Approve => {
                 return Ok(pause(calls::proxy_approval(
                     self.conversation_id,
-                    &call_id,
+                    &call.id,
                     Some(a2a.name.clone()),
                     &agent,
                     approval,
@@ -350,9 +330,10 @@ impl Exec {
             ),
             CallOutcome::Done { content, is_error } => (content, is_error),
         };
-        record(
+        record_in(
             rec,
-            llm_node::result_message(&call_id, &a2a.agent, content.clone(), is_error),
+            a2a,
+            llm_node::result_message(&call.id, &a2a.agent, content.clone(), is_error),
         );
         rec.checkpoint().await?;
         if is_error {
@@ -468,5 +449,70 @@ impl Exec {
         } else {
             Flow::Done(combined)
         })
+    }
+}
+
+/// Records `message` as the `a2a` node's.
+fn record_in(rec: &mut dyn Transcript, a2a: &A2aNode, mut message: Message) {
+    message.node = Some(a2a.name.clone());
+    rec.push(message);
+}
+
+/// The output of an `a2a` step resumed after its decision: the recorded
+/// result, or why the step failed.
+fn resumed_a2a(a2a: &A2aNode, resume: &Resume) -> Result<String, Failure> {
+    match resume.own.iter().rev().find(|m| m.role == Role::Tool) {
+        Some(result) if !result.is_error => Ok(result.content.clone()),
+        Some(result) => Err(Failure::SubAgent(result.content.clone())),
+        None => Err(Failure::SubAgent(format!(
+            "node {:?} resumed without a result",
+            a2a.name
+        ))),
+    }
+}
+
+/// One delegation of an `a2a` step.
+struct Delegation {
+    id: String,
+    text: String,
+    arguments: serde_json::Map<String, serde_json::Value>,
+    /// The approval it waits for, when gated.
+    uuid: Option<Uuid>,
+}
+
+impl Delegation {
+    /// The assistant message that records the call.
+    fn message(&self, a2a: &A2aNode) -> Message {
+        let mut message = new_message(Role::Assistant, String::new());
+        message.tool_call = Some(ToolCall {
+            id: self.id.clone(),
+            name: a2a.agent.clone(),
+            arguments: self.arguments.clone(),
+            needs_approval: self.uuid.is_some(),
+            approval_uuid: self.uuid,
+            provider_signature: None,
+        });
+        message
+    }
+
+    /// The approval a gated delegation waits for.
+    fn pending(&self, conversation_id: Uuid, a2a: &A2aNode) -> PendingApproval {
+        PendingApproval {
+            uuid: self.uuid.unwrap_or_else(Uuid::new_v4),
+            conversation_id,
+            tool_name: a2a.agent.clone(),
+            description: format!("Delegate to {}: {}", a2a.agent, self.text),
+            tool_args: self.arguments.clone(),
+            created_at: chrono::Utc::now(),
+            call_id: self.id.clone(),
+            node: Some(a2a.name.clone()),
+            state: ApprovalState::Pending,
+            remote_task_id: None,
+            remote_agent_name: None,
+            remote_approval_uuid: None,
+            requested_by: None,
+            approvers: Vec::new(),
+            rule: None,
+        }
     }
 }

@@ -93,5 +93,7 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
         remote_agent_name: None,
         remote_approval_uuid: None,
         requested_by: None,
+        approvers: Vec::new(),
+        rule: None,
     }
 }

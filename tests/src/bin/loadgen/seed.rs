@@ -183,6 +183,8 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
             remote_agent_name: None,
             remote_approval_uuid: None,
             requested_by: None,
+            approvers: Vec::new(),
+            rule: None,
         });
         status = ConversationStatus::WaitingApproval;
     } else {
