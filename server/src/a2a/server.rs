@@ -192,39 +192,13 @@ pub(crate) fn prepare(
     call: &mut Call,
     message: &A2aMessage,
 ) -> Result<(Action, Option<String>), RpcError> {
-    let client_context = match &message.context_id {
-        Some(c) if c.trim().is_empty() || c.len() > MAX_CONTEXT_ID => {
-            return Err(RpcError::invalid_params(format!(
-                "params.message.contextId must be 1 to {MAX_CONTEXT_ID} characters"
-            )));
-        }
-        other => other.clone(),
-    };
-    let text = message.text();
-    if text.len() > MAX_MESSAGE_BYTES {
-        return Err(RpcError::invalid_params(format!(
-            "params.message text is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
-            text.len()
-        )));
-    }
+    let client_context = client_context(message)?;
+    let text = checked_text(message)?;
     let decision = rpc::decision(message)
         .map_err(|e| RpcError::invalid_params(format!("params.message: {e}")))?;
-    let no_text = || {
-        let only_files = message.parts.iter().all(|p| matches!(p, Part::File { .. }));
-        if only_files {
-            RpcError::new(
-                error_codes::CONTENT_TYPE_NOT_SUPPORTED,
-                "file parts are not supported; send a text part",
-            )
-        } else {
-            RpcError::invalid_params(
-                "params.message has no text: send a text part (or an approval data part to a waiting task)",
-            )
-        }
-    };
     let Some(raw) = &message.task_id else {
         if text.trim().is_empty() {
-            return Err(no_text());
+            return Err(no_text(message));
         }
         return Ok((Action::Create(text), client_context));
     };
@@ -236,59 +210,124 @@ pub(crate) fn prepare(
         )));
     }
     let known = call.contexts.get(id);
-    if let Some(context) = &client_context
-        && *context != known
+    check_context(client_context.as_deref(), &known, id)?;
+    if !call.has_session {
+        call.ctx.session_id = conversation.session_id.clone();
+    }
+    let action = continue_action(&conversation, id, message, text, decision)?;
+    Ok((action, client_context.or(Some(known))))
+}
+
+/// The client's context id, if it sent a usable one.
+fn client_context(message: &A2aMessage) -> Result<Option<String>, RpcError> {
+    match &message.context_id {
+        Some(c) if c.trim().is_empty() || c.len() > MAX_CONTEXT_ID => {
+            Err(RpcError::invalid_params(format!(
+                "params.message.contextId must be 1 to {MAX_CONTEXT_ID} characters"
+            )))
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+/// The message's text, within the size limit.
+fn checked_text(message: &A2aMessage) -> Result<String, RpcError> {
+    let text = message.text();
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(RpcError::invalid_params(format!(
+            "params.message text is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+            text.len()
+        )));
+    }
+    Ok(text)
+}
+
+/// The error for a message without text: unsupported content when it
+/// only carries files, bad params otherwise.
+fn no_text(message: &A2aMessage) -> RpcError {
+    let only_files = message.parts.iter().all(|p| matches!(p, Part::File { .. }));
+    if only_files {
+        RpcError::new(
+            error_codes::CONTENT_TYPE_NOT_SUPPORTED,
+            "file parts are not supported; send a text part",
+        )
+    } else {
+        RpcError::invalid_params(
+            "params.message has no text: send a text part (or an approval data part to a waiting task)",
+        )
+    }
+}
+
+/// Refuses a client context id that differs from the one already known
+/// for the task.
+fn check_context(client_context: Option<&str>, known: &str, id: Uuid) -> Result<(), RpcError> {
+    if let Some(context) = client_context
+        && context != known
         && known != id.to_string()
     {
         return Err(RpcError::invalid_params(format!(
             "params.message.contextId {context:?} is not the context of task {id} ({known:?})"
         )));
     }
-    if !call.has_session {
-        call.ctx.session_id = conversation.session_id.clone();
-    }
-    let state = mapping::task_state(&conversation);
-    let action = match (
+    Ok(())
+}
+
+/// What a message to an existing task asks for, given the task's state.
+fn continue_action(
+    conversation: &Conversation,
+    id: Uuid,
+    message: &A2aMessage,
+    text: String,
+    decision: Option<Decision>,
+) -> Result<Action, RpcError> {
+    match (
         conversation.status,
         &conversation.pending_approval,
         decision,
     ) {
         (ConversationStatus::Completed | ConversationStatus::Canceled, _, _) => {
-            return Err(RpcError::invalid_params(format!(
+            Err(RpcError::invalid_params(format!(
                 "task {id} is {} and takes no more messages; send a message without taskId to start a new task",
-                state.as_str()
-            )));
+                mapping::task_state(conversation).as_str()
+            )))
         }
         (ConversationStatus::WaitingApproval, Some(pending), decision)
             if pending.state == ApprovalState::Pending =>
         {
-            match decision {
-                Some(d)
-                    if d.approval_uuid
-                        .as_deref()
-                        .is_some_and(|u| u != pending.uuid.to_string()) =>
-                {
-                    return Err(RpcError::invalid_params(format!(
-                        "approval_uuid {:?} is not the pending approval of task {id} ({})",
-                        d.approval_uuid.unwrap_or_default(),
-                        pending.uuid
-                    )));
-                }
-                Some(d) => Action::Decide(id, pending.uuid, d),
-                None => Action::StillWaiting(Box::new(pending.clone())),
+            pending_action(id, pending, decision)
+        }
+        (_, _, decision) if text.trim().is_empty() => Err(match decision {
+            Some(_) => {
+                RpcError::invalid_params(format!("task {id} is not waiting for an approval"))
             }
+            None => no_text(message),
+        }),
+        _ => Ok(Action::Send(id, text)),
+    }
+}
+
+/// What a message to a task waiting for a decision asks for: the
+/// decision, or nothing (its text is not processed).
+fn pending_action(
+    id: Uuid,
+    pending: &PendingApproval,
+    decision: Option<Decision>,
+) -> Result<Action, RpcError> {
+    match decision {
+        Some(d)
+            if d.approval_uuid
+                .as_deref()
+                .is_some_and(|u| u != pending.uuid.to_string()) =>
+        {
+            Err(RpcError::invalid_params(format!(
+                "approval_uuid {:?} is not the pending approval of task {id} ({})",
+                d.approval_uuid.unwrap_or_default(),
+                pending.uuid
+            )))
         }
-        (_, _, decision) if text.trim().is_empty() => {
-            return Err(match decision {
-                Some(_) => {
-                    RpcError::invalid_params(format!("task {id} is not waiting for an approval"))
-                }
-                None => no_text(),
-            });
-        }
-        _ => Action::Send(id, text),
-    };
-    Ok((action, client_context.or(Some(known))))
+        Some(d) => Ok(Action::Decide(id, pending.uuid, d)),
+        None => Ok(Action::StillWaiting(Box::new(pending.clone()))),
+    }
 }
 
 /// Runs an action that needs the engine.
