@@ -64,14 +64,51 @@ fn convert(node: &Value, root: &Value, refs: &mut Vec<String>) -> Value {
     let mut out = Map::new();
     let mut nullable = map.get("nullable") == Some(&Value::Bool(true));
 
-    match map.get("type") {
-        Some(Value::String(t)) if t == "null" => nullable = true,
+    add_type(&mut out, map.get("type"), &mut nullable);
+
+    if let Some(description) = map.get("description").and_then(Value::as_str) {
+        out.insert("description".into(), json!(description));
+    }
+
+    if let Some(values) = enum_values(map) {
+        add_enum(&mut out, values, &mut nullable);
+    }
+
+    if let Some(properties) = map.get("properties").and_then(Value::as_object) {
+        add_properties(&mut out, properties, map.get("required"), root, refs);
+    }
+
+    if let Some(items) = map.get("items") {
+        out.insert("items".into(), convert(items, root, refs));
+    }
+
+    for key in ["minItems", "maxItems", "minimum", "maximum"] {
+        if let Some(value) = map.get(key).filter(|v| v.is_number()) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+
+    add_combinators(&mut out, map, root, refs, &mut nullable);
+
+    infer_type(&mut out);
+    add_format(&mut out, map.get("format").and_then(Value::as_str));
+    if nullable {
+        out.insert("nullable".into(), json!(true));
+    }
+    Value::Object(out)
+}
+
+/// Copies `type`: `"null"` (alone or in a list) becomes `nullable`, one
+/// remaining type stays a `type`, several become an `anyOf`.
+fn add_type(out: &mut Map<String, Value>, kind: Option<&Value>, nullable: &mut bool) {
+    match kind {
+        Some(Value::String(t)) if t == "null" => *nullable = true,
         Some(Value::String(t)) => {
             out.insert("type".into(), json!(t));
         }
         Some(Value::Array(types)) => {
             let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
-            nullable |= names.contains(&"null");
+            *nullable |= names.contains(&"null");
             let real: Vec<&str> = names.into_iter().filter(|t| *t != "null").collect();
             match real.as_slice() {
                 [] => {}
@@ -86,70 +123,64 @@ fn convert(node: &Value, root: &Value, refs: &mut Vec<String>) -> Value {
         }
         _ => {}
     }
+}
 
-    if let Some(description) = map.get("description").and_then(Value::as_str) {
-        out.insert("description".into(), json!(description));
-    }
-
-    // `const` is a one-value enum; both go through the same filter below.
-    let values = match (map.get("enum"), map.get("const")) {
+/// The allowed values: `enum`, or `const` as a one-value enum; both go
+/// through the same filter in [`add_enum`].
+fn enum_values(map: &Map<String, Value>) -> Option<Vec<Value>> {
+    match (map.get("enum"), map.get("const")) {
         (Some(Value::Array(values)), _) => Some(values.clone()),
         (None, Some(value)) => Some(vec![value.clone()]),
         _ => None,
-    };
-    if let Some(values) = values {
-        add_enum(&mut out, values, &mut nullable);
     }
+}
 
-    if let Some(properties) = map.get("properties").and_then(Value::as_object) {
-        let converted: Map<String, Value> = properties
-            .iter()
-            .map(|(name, schema)| (name.clone(), convert(schema, root, refs)))
-            .collect();
-        // Gemini rejects a `required` entry that names no property.
-        let required: Vec<Value> = map
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|name| name.as_str().is_some_and(|n| converted.contains_key(n)))
-            .cloned()
-            .collect();
-        out.insert("properties".into(), Value::Object(converted));
-        if !required.is_empty() {
-            out.insert("required".into(), Value::Array(required));
-        }
+/// Converts each property and keeps the `required` entries that name one.
+fn add_properties(
+    out: &mut Map<String, Value>,
+    properties: &Map<String, Value>,
+    required: Option<&Value>,
+    root: &Value,
+    refs: &mut Vec<String>,
+) {
+    let converted: Map<String, Value> = properties
+        .iter()
+        .map(|(name, schema)| (name.clone(), convert(schema, root, refs)))
+        .collect();
+    // Gemini rejects a `required` entry that names no property.
+    let required: Vec<Value> = required
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|name| name.as_str().is_some_and(|n| converted.contains_key(n)))
+        .cloned()
+        .collect();
+    out.insert("properties".into(), Value::Object(converted));
+    if !required.is_empty() {
+        out.insert("required".into(), Value::Array(required));
     }
+}
 
-    if let Some(items) = map.get("items") {
-        out.insert("items".into(), convert(items, root, refs));
-    }
-
-    for key in ["minItems", "maxItems", "minimum", "maximum"] {
-        if let Some(value) = map.get(key).filter(|v| v.is_number()) {
-            out.insert(key.into(), value.clone());
-        }
-    }
-
+/// Folds `anyOf` (or `oneOf`) and `allOf` into the converted schema.
+fn add_combinators(
+    out: &mut Map<String, Value>,
+    map: &Map<String, Value>,
+    root: &Value,
+    refs: &mut Vec<String>,
+    nullable: &mut bool,
+) {
     let variants = map
         .get("anyOf")
         .or_else(|| map.get("oneOf"))
         .and_then(Value::as_array);
     if let Some(variants) = variants {
-        merge_variants(&mut out, variants, root, refs, &mut nullable);
+        merge_variants(out, variants, root, refs, nullable);
     }
     if let Some(parts) = map.get("allOf").and_then(Value::as_array) {
         for part in parts {
-            merge_missing(&mut out, convert(part, root, refs));
+            merge_missing(out, convert(part, root, refs));
         }
     }
-
-    infer_type(&mut out);
-    add_format(&mut out, map.get("format").and_then(Value::as_str));
-    if nullable {
-        out.insert("nullable".into(), json!(true));
-    }
-    Value::Object(out)
 }
 
 /// Inlines a local `$ref` (`#/$defs/X`, `#/definitions/X`), keeping the
