@@ -7,9 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::TryStreamExt;
 
@@ -61,35 +62,14 @@ impl Proxy {
 /// Forwards one request.
 pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let trusted = proxy
-        .auth
-        .as_ref()
-        .map(|a| a.trusted_origins())
-        .unwrap_or_default();
-    if let Err(refused) = check_same_origin(&parts.method, &parts.headers, trusted) {
-        tracing::warn!(method = %parts.method, path = %parts.uri.path(), "{}", refused.0);
-        return json_error(StatusCode::FORBIDDEN, "forbidden", &refused.0);
+    if let Some(refused) = refuse_cross_site(&proxy, &parts) {
+        return refused;
     }
-    let bearer = match &proxy.auth {
-        None => None,
-        Some(auth) => match auth.bearer(&parts.headers).await {
-            Ok(token) => Some(token),
-            // A script with its own credentials (no session) passes.
-            Err(_) if parts.headers.contains_key("authorization") => None,
-            Err(_) => return sign_in_required(),
-        },
+    let bearer = match session_bearer(&proxy, &parts.headers).await {
+        Ok(bearer) => bearer,
+        Err(refused) => return refused,
     };
-    let path = parts.uri.path().strip_prefix("/api").unwrap_or_default();
-    let query = parts
-        .uri
-        .query()
-        .map(|q| format!("?{q}"))
-        .unwrap_or_default();
-    let url = format!(
-        "{}{}{query}",
-        proxy.agent_url,
-        if path.is_empty() { "/" } else { path }
-    );
+    let url = agent_url(&proxy.agent_url, &parts.uri);
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -97,22 +77,7 @@ pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
             "request body too large".into(),
         );
     };
-    let mut outgoing = proxy
-        .http
-        .request(parts.method.clone(), &url)
-        .header(crate::api::extract::CLIENT_HEADER, "web")
-        .body(body);
-    for name in FORWARDED_REQUEST {
-        if name == "authorization" && bearer.is_some() {
-            continue;
-        }
-        if let Some(value) = parts.headers.get(name) {
-            outgoing = outgoing.header(name, value);
-        }
-    }
-    if let Some(token) = &bearer {
-        outgoing = outgoing.bearer_auth(token);
-    }
+    let outgoing = agent_request(&proxy.http, &parts, &url, body, bearer.as_deref());
     let upstream = match outgoing.send().await {
         Ok(upstream) => upstream,
         Err(e) => {
@@ -127,6 +92,74 @@ pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
             );
         }
     };
+    relay(upstream)
+}
+
+/// The 403 for a state-changing request from another site, if it is one.
+fn refuse_cross_site(proxy: &Proxy, parts: &Parts) -> Option<Response> {
+    let trusted = proxy
+        .auth
+        .as_ref()
+        .map(|a| a.trusted_origins())
+        .unwrap_or_default();
+    let Err(refused) = check_same_origin(&parts.method, &parts.headers, trusted) else {
+        return None;
+    };
+    tracing::warn!(method = %parts.method, path = %parts.uri.path(), "{}", refused.0);
+    Some(json_error(StatusCode::FORBIDDEN, "forbidden", &refused.0))
+}
+
+/// The signed-in session's access token when login is configured, or the
+/// 401 for a request with neither a session nor its own credentials.
+async fn session_bearer(proxy: &Proxy, headers: &HeaderMap) -> Result<Option<String>, Response> {
+    match &proxy.auth {
+        None => Ok(None),
+        Some(auth) => match auth.bearer(headers).await {
+            Ok(token) => Ok(Some(token)),
+            // A script with its own credentials (no session) passes.
+            Err(_) if headers.contains_key("authorization") => Ok(None),
+            Err(_) => Err(sign_in_required()),
+        },
+    }
+}
+
+/// The agent's URL for a `/api/...` request, query included.
+fn agent_url(base: &str, uri: &Uri) -> String {
+    let path = uri.path().strip_prefix("/api").unwrap_or_default();
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    format!("{base}{}{query}", if path.is_empty() { "/" } else { path })
+}
+
+/// The request to the agent: the forwarded headers, with the session's
+/// token replacing the browser's `Authorization`.
+fn agent_request(
+    http: &reqwest::Client,
+    parts: &Parts,
+    url: &str,
+    body: Bytes,
+    bearer: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut outgoing = http
+        .request(parts.method.clone(), url)
+        .header(crate::api::extract::CLIENT_HEADER, "web")
+        .body(body);
+    for name in FORWARDED_REQUEST {
+        if name == "authorization" && bearer.is_some() {
+            continue;
+        }
+        if let Some(value) = parts.headers.get(name) {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    if let Some(token) = bearer {
+        outgoing = outgoing.bearer_auth(token);
+    }
+    outgoing
+}
+
+/// The agent's answer for the browser: its status, the forwarded
+/// headers, and the body streamed unbuffered.
+fn relay(upstream: reqwest::Response) -> Response {
     let mut response = Response::builder().status(upstream.status().as_u16());
     for name in FORWARDED_RESPONSE {
         if let Some(value) = upstream.headers().get(name)
