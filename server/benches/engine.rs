@@ -8,6 +8,7 @@
 //! json` to include the durable writes (excluded by default, as the
 //! target says).
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -79,6 +80,16 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index]
 }
 
+/// What one measured run produced.
+struct Run {
+    /// Every turn's latency.
+    latencies: Vec<Duration>,
+    /// Wall time of the whole run.
+    wall: Duration,
+    /// Time spent inside the model.
+    model_time: Duration,
+}
+
 #[tokio::main]
 async fn main() {
     let json_store = std::env::args().any(|a| a == "json");
@@ -88,25 +99,39 @@ async fn main() {
         model: ScriptedModel::parse(RULES, "bench").expect("rules"),
         nanos: AtomicU64::new(0),
     });
-    let tree = AgentTree {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = start_engine(pipeline(&model), json_store, dir.path()).await;
+    run(&engine, &model, clients, 5).await; // warm-up
+    let mut measured = run(&engine, &model, clients, turns_per_client).await;
+    measured.latencies.sort();
+    report(&measured, clients, json_store);
+}
+
+/// The 3-node sequential pipeline: analyzer -> executor -> reporter.
+fn pipeline(model: &Arc<Timed>) -> AgentTree {
+    AgentTree {
         system_prompt: "bench".into(),
         root: Node::Sequential(GroupNode {
             name: "pipeline".into(),
             allow_destructive: false,
             children: vec![
-                llm_node("analyzer", "Analyze: {user_message}", &model, "analysis"),
-                llm_node("executor", "Plan: {analysis}", &model, "execution"),
-                llm_node("reporter", "Execution: {execution}", &model, "report"),
+                llm_node("analyzer", "Analyze: {user_message}", model, "analysis"),
+                llm_node("executor", "Plan: {analysis}", model, "execution"),
+                llm_node("reporter", "Execution: {execution}", model, "report"),
             ],
         }),
-    };
-    let dir = tempfile::tempdir().expect("temp dir");
+    }
+}
+
+/// An engine over the tree, storing JSON files in `dir` when `json_store`
+/// is set and nothing otherwise.
+async fn start_engine(tree: AgentTree, json_store: bool, dir: &Path) -> Engine {
     let store: Arc<dyn Store> = if json_store {
-        Arc::new(JsonFileStore::open(dir.path()).expect("store"))
+        Arc::new(JsonFileStore::open(dir).expect("store"))
     } else {
         Arc::new(NullStore)
     };
-    let engine = Engine::start(EngineParts {
+    Engine::start(EngineParts {
         tree,
         tools: Arc::new(ToolRegistry::empty()),
         agents: Arc::new(agent_server::a2a::client::A2aClient::empty()),
@@ -119,55 +144,56 @@ async fn main() {
         audit: None,
     })
     .await
-    .expect("engine");
+    .expect("engine")
+}
 
-    let run = |turns: usize| {
-        let engine = engine.clone();
-        let model = model.clone();
-        async move {
-            model.nanos.store(0, Ordering::Relaxed);
-            let started = Instant::now();
-            let mut tasks = Vec::new();
-            for _ in 0..clients {
-                let engine = engine.clone();
-                tasks.push(tokio::spawn(async move {
-                    let ctx = RequestContext::default();
-                    let id = engine
-                        .create(&ctx, None)
-                        .await
-                        .expect("create")
-                        .conversation
-                        .id;
-                    let mut latencies = Vec::with_capacity(turns);
-                    for i in 0..turns {
-                        let t = Instant::now();
-                        let outcome = engine
-                            .send(id, &ctx, format!("message {i}"))
-                            .await
-                            .expect("send");
-                        latencies.push(t.elapsed());
-                        assert!(outcome.result.response.starts_with("REPORT DONE PLAN"));
-                    }
-                    latencies
-                }));
-            }
-            let mut all = Vec::new();
-            for task in tasks {
-                all.extend(task.await.expect("task"));
-            }
-            (
-                all,
-                started.elapsed(),
-                Duration::from_nanos(model.nanos.load(Ordering::Relaxed)),
-            )
-        }
-    };
-    run(5).await; // warm-up
-    let (mut latencies, wall, model_time) = run(turns_per_client).await;
-    latencies.sort();
+/// `clients` concurrent conversations of `turns` turns each.
+async fn run(engine: &Engine, model: &Timed, clients: usize, turns: usize) -> Run {
+    model.nanos.store(0, Ordering::Relaxed);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        tasks.push(tokio::spawn(conversation(engine.clone(), turns)));
+    }
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.expect("task"));
+    }
+    Run {
+        latencies,
+        wall: started.elapsed(),
+        model_time: Duration::from_nanos(model.nanos.load(Ordering::Relaxed)),
+    }
+}
+
+/// One conversation of `turns` turns; the latency of each.
+async fn conversation(engine: Engine, turns: usize) -> Vec<Duration> {
+    let ctx = RequestContext::default();
+    let id = engine
+        .create(&ctx, None)
+        .await
+        .expect("create")
+        .conversation
+        .id;
+    let mut latencies = Vec::with_capacity(turns);
+    for i in 0..turns {
+        let t = Instant::now();
+        let outcome = engine
+            .send(id, &ctx, format!("message {i}"))
+            .await
+            .expect("send");
+        latencies.push(t.elapsed());
+        assert!(outcome.result.response.starts_with("REPORT DONE PLAN"));
+    }
+    latencies
+}
+
+/// Prints the figures of a measured run (latencies sorted).
+fn report(measured: &Run, clients: usize, json_store: bool) {
+    let latencies = &measured.latencies;
     let turns = latencies.len() as f64;
     let nodes = 3.0;
-    let model_per_node = model_time.as_secs_f64() / (turns * nodes);
+    let model_per_node = measured.model_time.as_secs_f64() / (turns * nodes);
     let per_node = |d: Duration| d.as_secs_f64() / nodes * 1e6;
     println!(
         "3-node sequential pipeline, {clients} concurrent conversations, {} turns, store: {}",
@@ -180,23 +206,23 @@ async fn main() {
     );
     println!(
         "  throughput          {:>10.0} turns/s",
-        turns / wall.as_secs_f64()
+        turns / measured.wall.as_secs_f64()
     );
     println!(
         "  turn latency  p50   {:>10.1} us   p99 {:>10.1} us",
-        percentile(&latencies, 0.5).as_secs_f64() * 1e6,
-        percentile(&latencies, 0.99).as_secs_f64() * 1e6
+        percentile(latencies, 0.5).as_secs_f64() * 1e6,
+        percentile(latencies, 0.99).as_secs_f64() * 1e6
     );
     println!(
         "  per node      p50   {:>10.1} us   p99 {:>10.1} us   (turn latency / 3, queueing included)",
-        per_node(percentile(&latencies, 0.5)),
-        per_node(percentile(&latencies, 0.99))
+        per_node(percentile(latencies, 0.5)),
+        per_node(percentile(latencies, 0.99))
     );
     println!(
         "  model time per node (mean) {:>6.1} us",
         model_per_node * 1e6
     );
-    let cpu_per_node = wall.as_secs_f64() / (turns * nodes) * 1e6 - model_per_node * 1e6;
+    let cpu_per_node = measured.wall.as_secs_f64() / (turns * nodes) * 1e6 - model_per_node * 1e6;
     println!(
         "  engine work per node (wall / node-runs - model) {:>6.1} us",
         cpu_per_node
