@@ -4,6 +4,7 @@
 use asg_shared::{Message, Role};
 use leptos::html::Div;
 use leptos::prelude::*;
+use uuid::Uuid;
 
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
 use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
@@ -11,8 +12,8 @@ use crate::logic::json::{Shown, show_text};
 use crate::logic::labels::clock;
 use crate::logic::markdown::render_markdown;
 use crate::logic::timeline::{
-    TimelineItem, ToolExchange, build_timeline, is_collapsible, message_classes, role_name,
-    shows_nodes,
+    TimelineItem, ToolExchange, ToolState, build_timeline, is_collapsible, message_classes,
+    role_name, shows_nodes,
 };
 use crate::state::AppState;
 
@@ -231,13 +232,7 @@ fn ToolOutput(content: String) -> impl IntoView {
 fn ToolCard(exchange: ToolExchange) -> impl IntoView {
     let state = expect_context::<AppState>();
     let is_error = exchange.is_error();
-    let result_label = if exchange.is_rejected() {
-        "Not run"
-    } else if is_error {
-        "Error"
-    } else {
-        "Result"
-    };
+    let result_label = result_label(&exchange);
     let name = exchange.name().to_string();
     let node = exchange.node().map(str::to_string);
     let note = exchange.note().map(str::to_string);
@@ -245,56 +240,15 @@ fn ToolCard(exchange: ToolExchange) -> impl IntoView {
     let args = exchange.call().map(|c| c.arguments.clone());
     let result = exchange.result.clone();
     let call_id = exchange.call_id().to_string();
-    let approval = exchange.call().and_then(|c| c.approval_uuid);
-    let decided = Memo::new(move |_| {
-        let approval = approval?;
-        state.conversation.with(|c| {
-            c.as_ref()
-                .and_then(|c| decision_for(&c.decisions, approval))
-                .map(|d| (d.approved, decision_label(d)))
-        })
-    });
+    let decided = decided(state, exchange.call().and_then(|c| c.approval_uuid));
     let wants_sign_in = result
         .as_ref()
         .is_some_and(|r| is_error && needs_sign_in(&r.content));
-    let retry_sign_in = move |_| {
-        let last = state.conversation.with_untracked(|c| {
-            c.as_ref().and_then(|c| {
-                let text = c
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User)
-                    .map(|m| m.content.clone())?;
-                Some((c.id, text))
-            })
-        });
-        if let Some((id, text)) = last {
-            state.sign_in_and_resend(id, text);
-        }
-    };
-    let tool_state = Memo::new(move |_| {
-        let working = state.working();
-        state.conversation.with(|c| {
-            exchange.state(
-                c.as_ref().and_then(|c| c.pending_approval.as_ref()),
-                working,
-            )
-        })
-    });
+    let tool_state = tool_state(state, exchange);
     view! {
         <div class="message tool" class:error=is_error data-role="tool" data-call-id=call_id>
             <div class="tool-call">
-                <div class="tool-head">
-                    <span class="tool-icon" aria-hidden="true"></span>
-                    <span class="tool-name">{name}</span>
-                    {node.map(|node| view! { <span class="chip node">{node}</span> })}
-                    {needs_approval
-                        .then(|| view! { <span class="chip tool-approval">"needed approval"</span> })}
-                    <span class=move || {
-                        format!("chip tool-state {}", tool_state.get().class())
-                    }>{move || tool_state.get().label()}</span>
-                </div>
+                <ToolHead name=name node=node needs_approval=needs_approval tool_state=tool_state />
                 {note.map(|note| view! { <p class="tool-note">{note}</p> })}
                 {args
                     .map(|args| {
@@ -304,45 +258,146 @@ fn ToolCard(exchange: ToolExchange) -> impl IntoView {
                             </div>
                         }
                     })}
-                {move || {
-                    decided
-                        .get()
-                        .map(|(approved, label)| {
-                            view! {
-                                <p
-                                    class="tool-decided-by"
-                                    class:approved=approved
-                                    class:rejected=!approved
-                                >
-                                    {label}
-                                </p>
-                            }
-                        })
-                }}
+                {move || decided.get().map(decided_by)}
                 {result
                     .map(|result| {
                         view! {
-                            <div class="tool-result" class:error=is_error>
-                                <div class="tool-result-label">{result_label}</div>
-                                <ToolOutput content=result.content />
-                                <Show when=move || wants_sign_in>
-                                    <div class="tool-sign-in">
-                                        <span>"The tool server needs you to sign in."</span>
-                                        <Show when=move || state.auth.with(|a| a.login_configured())>
-                                            <button
-                                                type="button"
-                                                class="btn small primary sign-in-retry"
-                                                on:click=retry_sign_in
-                                            >
-                                                "Sign in and send again"
-                                            </button>
-                                        </Show>
-                                    </div>
-                                </Show>
-                            </div>
+                            <ToolResultBox
+                                label=result_label
+                                content=result.content
+                                is_error=is_error
+                                wants_sign_in=wants_sign_in
+                            />
                         }
                     })}
             </div>
         </div>
+    }
+}
+
+/// The label over a tool's result.
+fn result_label(exchange: &ToolExchange) -> &'static str {
+    if exchange.is_rejected() {
+        "Not run"
+    } else if exchange.is_error() {
+        "Error"
+    } else {
+        "Result"
+    }
+}
+
+/// Whether the call's approval was decided (approved?) and the line that
+/// says by whom.
+fn decided(state: AppState, approval: Option<Uuid>) -> Memo<Option<(bool, String)>> {
+    Memo::new(move |_| {
+        let approval = approval?;
+        state.conversation.with(|c| {
+            c.as_ref()
+                .and_then(|c| decision_for(&c.decisions, approval))
+                .map(|d| (d.approved, decision_label(d)))
+        })
+    })
+}
+
+/// Where the call stands, following the conversation and the turn.
+fn tool_state(state: AppState, exchange: ToolExchange) -> Memo<ToolState> {
+    Memo::new(move |_| {
+        let working = state.working();
+        state.conversation.with(|c| {
+            exchange.state(
+                c.as_ref().and_then(|c| c.pending_approval.as_ref()),
+                working,
+            )
+        })
+    })
+}
+
+/// The tool's name, node, approval chip and state chip.
+#[component]
+fn ToolHead(
+    name: String,
+    node: Option<String>,
+    needs_approval: bool,
+    tool_state: Memo<ToolState>,
+) -> impl IntoView {
+    view! {
+        <div class="tool-head">
+            <span class="tool-icon" aria-hidden="true"></span>
+            <span class="tool-name">{name}</span>
+            {node.map(|node| view! { <span class="chip node">{node}</span> })}
+            {needs_approval
+                .then(|| view! { <span class="chip tool-approval">"needed approval"</span> })}
+            <span class=move || {
+                format!("chip tool-state {}", tool_state.get().class())
+            }>{move || tool_state.get().label()}</span>
+        </div>
+    }
+}
+
+/// Who decided the call's approval, and how.
+fn decided_by((approved, label): (bool, String)) -> impl IntoView {
+    view! {
+        <p class="tool-decided-by" class:approved=approved class:rejected=!approved>
+            {label}
+        </p>
+    }
+}
+
+/// A tool's result, with the offer to sign in when the tool server asked
+/// for it.
+#[component]
+fn ToolResultBox(
+    label: &'static str,
+    content: String,
+    is_error: bool,
+    wants_sign_in: bool,
+) -> impl IntoView {
+    view! {
+        <div class="tool-result" class:error=is_error>
+            <div class="tool-result-label">{label}</div>
+            <ToolOutput content=content />
+            <Show when=move || wants_sign_in>
+                <SignInRetry />
+            </Show>
+        </div>
+    }
+}
+
+/// "The tool server needs you to sign in", with a button to sign in and
+/// send the last message again when login is configured.
+#[component]
+fn SignInRetry() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    view! {
+        <div class="tool-sign-in">
+            <span>"The tool server needs you to sign in."</span>
+            <Show when=move || state.auth.with(|a| a.login_configured())>
+                <button
+                    type="button"
+                    class="btn small primary sign-in-retry"
+                    on:click=move |_| resend_after_sign_in(state)
+                >
+                    "Sign in and send again"
+                </button>
+            </Show>
+        </div>
+    }
+}
+
+/// Signs in, then sends the conversation's last user message again.
+fn resend_after_sign_in(state: AppState) {
+    let last = state.conversation.with_untracked(|c| {
+        c.as_ref().and_then(|c| {
+            let text = c
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .map(|m| m.content.clone())?;
+            Some((c.id, text))
+        })
+    });
+    if let Some((id, text)) = last {
+        state.sign_in_and_resend(id, text);
     }
 }
