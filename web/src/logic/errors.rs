@@ -159,11 +159,18 @@ pub fn describe(error: &RequestError) -> UserError {
                 .unwrap_or_else(|| text.trim().chars().take(300).collect()),
         ),
     };
-    match (status, error.code().unwrap_or_default()) {
+    describe_code(status, error.code().unwrap_or_default(), &message)
+        .unwrap_or_else(|| describe_status(status, message))
+}
+
+/// The message for an error answer with a known code (or a 504, a model
+/// timeout); `None` for the others, which go by their status.
+fn describe_code(status: u16, code: &str, message: &str) -> Option<UserError> {
+    let error = match (status, code) {
         (_, "agent_unreachable") => user_error(
             ErrorKind::AgentUnreachable,
             "The agent is unreachable",
-            format!("{} Start the agent, then retry.", sentence(&message)),
+            format!("{} Start the agent, then retry.", sentence(message)),
         ),
         (_, "approval_resolved") => user_error(
             ErrorKind::AlreadyDecided,
@@ -185,7 +192,7 @@ pub fn describe(error: &RequestError) -> UserError {
             "The model timed out",
             format!(
                 "{} The failure is recorded in the conversation; send your message again to retry.",
-                sentence(&message)
+                sentence(message)
             ),
         ),
         (_, "llm_error") => user_error(
@@ -193,21 +200,29 @@ pub fn describe(error: &RequestError) -> UserError {
             "The model failed",
             format!(
                 "{} The failure is recorded in the conversation; send your message again to retry.",
-                sentence(&message)
+                sentence(message)
             ),
         ),
         (_, "sub_agent_error") => {
             user_error(ErrorKind::SubAgentFailed, "A sub-agent failed", message)
         }
-        (401, _) => user_error(
+        _ => return None,
+    };
+    Some(error)
+}
+
+/// The message for an error answer by its HTTP status.
+fn describe_status(status: u16, message: String) -> UserError {
+    match status {
+        401 => user_error(
             ErrorKind::SignInRequired,
             "Sign in required",
             format!("{} Sign in, then try again.", sentence(&message)),
         ),
-        (403, _) => user_error(ErrorKind::Forbidden, "Not allowed", sentence(&message)),
-        (404, _) => user_error(ErrorKind::NotFound, "Not found", message),
-        (400 | 413 | 422, _) => user_error(ErrorKind::Invalid, "Request refused", message),
-        (502 | 503, _) => user_error(
+        403 => user_error(ErrorKind::Forbidden, "Not allowed", sentence(&message)),
+        404 => user_error(ErrorKind::NotFound, "Not found", message),
+        400 | 413 | 422 => user_error(ErrorKind::Invalid, "Request refused", message),
+        502 | 503 => user_error(
             ErrorKind::AgentUnreachable,
             "The agent is unreachable",
             if message.is_empty() {
