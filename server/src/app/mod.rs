@@ -50,70 +50,27 @@ impl App {
         config_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<App, StartupError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            StartupError(format!(
-                "cannot create data_dir {}: {e}",
-                config.data_dir.display()
-            ))
-        })?;
-        let store =
-            JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?;
-        let store = Arc::new(store);
+        let (store, audit) = open_storage(&config)?;
         let auth = Authenticator::from_config(&config.auth, env).map_err(StartupError)?;
         warn_if_open(&config, &auth);
-        let audit = AuditLog::open(&config.data_dir).map_err(|e| {
-            StartupError(format!(
-                "cannot open the audit log in {}: {e}",
-                config.data_dir.display()
-            ))
-        })?;
-        let tools = ToolRegistry::start(
-            &config.mcp_servers,
-            RegistryOptions {
-                approval: config.approval.clone(),
-                data_dir: config.data_dir.clone(),
-                reserved: reserved_tool_names(&config),
-            },
-        )
-        .await
-        .map_err(StartupError)?;
-        let agents = A2aClient::start(&config.a2a, config.max_delegation_depth)
-            .await
-            .with_max_response_bytes(config.limits.max_a2a_response_bytes);
-        let agents = Arc::new(agents);
-        let catalog = match ToolCatalog::build(tools.tools(), agents.tools()) {
-            Ok(catalog) => catalog,
+        let tools = start_tools(&config).await?;
+        let tree = match tree::build_tree(&config, &tools.registry, &tools.agents, config_dir, env)
+        {
+            Ok(tree) => tree,
             Err(error) => {
-                tools.shutdown().await;
-                return Err(StartupError(error));
-            }
-        };
-        let rules = approval_rules(&config, &catalog, &tools);
-        let rules = match rules {
-            Ok(rules) => rules,
-            Err(error) => {
-                tools.shutdown().await;
+                tools.registry.shutdown().await;
                 return Err(error);
             }
         };
-        let tree = tree::build_tree(&config, &tools, &agents, config_dir, env)?;
         let engine = Engine::start(EngineParts {
             tree,
-            tools: tools.clone(),
-            agents,
+            tools: tools.registry.clone(),
+            agents: tools.agents,
             store: store.clone(),
             max_tool_steps: config.max_tool_steps,
-            catalog,
-            rules,
-            limits: EngineLimits {
-                max_tool_result_bytes: config.limits.max_tool_result_bytes,
-                history: HistoryBudget {
-                    max_messages: config.llm.max_history_messages,
-                    max_tokens: config.llm.max_history_tokens,
-                },
-                max_subscribers_per_conversation: config.limits.max_subscribers_per_conversation,
-                max_subscribers: config.limits.max_subscribers,
-            },
+            catalog: tools.catalog,
+            rules: tools.rules,
+            limits: engine_limits(&config),
             policy: DecisionPolicy {
                 separate_approver: config.approval.separate_approver,
             },
@@ -121,6 +78,7 @@ impl App {
         })
         .await
         .map_err(|e| StartupError(e.to_string()))?;
+        let tools = tools.registry;
         // Sub-agents may have moved on while this agent was down.
         let reconciling = engine.clone();
         tokio::spawn(async move { reconciling.reconcile_proxy_approvals().await });
@@ -194,6 +152,73 @@ pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
 /// A loud warning when the agent listens beyond loopback with no
 /// credentials required: anyone who reaches the port can approve.
+/// The conversation store and the audit log under `data_dir` (created).
+fn open_storage(config: &AgentConfig) -> Result<(Arc<JsonFileStore>, AuditLog), StartupError> {
+    let data_dir = config.data_dir.display();
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| StartupError(format!("cannot create data_dir {data_dir}: {e}")))?;
+    let store = JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?;
+    let audit = AuditLog::open(&config.data_dir)
+        .map_err(|e| StartupError(format!("cannot open the audit log in {data_dir}: {e}")))?;
+    Ok((Arc::new(store), audit))
+}
+
+/// What the agent can call: MCP servers, sub-agents, the catalog that
+/// resolves their names, and the rules that judge calls.
+struct Tools {
+    registry: Arc<ToolRegistry>,
+    agents: Arc<A2aClient>,
+    catalog: ToolCatalog,
+    rules: ApprovalRules,
+}
+
+/// Starts the MCP servers and sub-agent clients and resolves every tool
+/// name; on an error the started servers are stopped.
+async fn start_tools(config: &AgentConfig) -> Result<Tools, StartupError> {
+    let options = RegistryOptions {
+        approval: config.approval.clone(),
+        data_dir: config.data_dir.clone(),
+        reserved: reserved_tool_names(config),
+    };
+    let registry = ToolRegistry::start(&config.mcp_servers, options)
+        .await
+        .map_err(StartupError)?;
+    let agents = A2aClient::start(&config.a2a, config.max_delegation_depth)
+        .await
+        .with_max_response_bytes(config.limits.max_a2a_response_bytes);
+    let resolved = ToolCatalog::build(registry.tools(), agents.tools())
+        .map_err(StartupError)
+        .and_then(|catalog| {
+            let rules = approval_rules(config, &catalog, &registry)?;
+            Ok((catalog, rules))
+        });
+    match resolved {
+        Ok((catalog, rules)) => Ok(Tools {
+            registry,
+            agents: Arc::new(agents),
+            catalog,
+            rules,
+        }),
+        Err(error) => {
+            registry.shutdown().await;
+            Err(error)
+        }
+    }
+}
+
+/// The engine's caps, from `limits:` and `llm:`.
+fn engine_limits(config: &AgentConfig) -> EngineLimits {
+    EngineLimits {
+        max_tool_result_bytes: config.limits.max_tool_result_bytes,
+        history: HistoryBudget {
+            max_messages: config.llm.max_history_messages,
+            max_tokens: config.llm.max_history_tokens,
+        },
+        max_subscribers_per_conversation: config.limits.max_subscribers_per_conversation,
+        max_subscribers: config.limits.max_subscribers,
+    }
+}
+
 /// `approval.rules`, compiled; a rule whose tool pattern matches no tool
 /// is a startup error (a typo would never apply), unless an MCP server
 /// that could offer it is still unreachable.

@@ -103,7 +103,9 @@ impl Plan {
     }
 }
 
-/// Runs an invocation to its end.
+/// Runs an invocation to its end: model, then the calls it asks for,
+/// step after step, until an answer, a pause, `exit_loop` or
+/// `max_tool_steps`.
 pub async fn run(
     inner: &Inner,
     ctx: &RequestContext,
@@ -111,57 +113,106 @@ pub async fn run(
     mut inv: Invocation<'_>,
     rec: &mut dyn Recorder,
 ) -> Result<NodeOutcome, EngineError> {
-    let node = inv.node;
-    let mut tools: Vec<ToolSpec> = inner.catalog.current().offered(&node.tools);
+    let mut tools: Vec<ToolSpec> = inner.catalog.current().offered(&inv.node.tools);
     if inv.exit_loop {
         tools.push(exit_loop_spec());
     }
-    let record = |own: &mut Vec<Message>, rec: &mut dyn Recorder, mut message: Message| {
-        message.node = Some(node.name.clone());
-        own.push(message.clone());
-        rec.push(message);
+    let gate = inv.gate.clone();
+    let mut run = NodeRun {
+        step: Step {
+            inner,
+            ctx,
+            node: inv.node,
+            gate: &gate,
+            conversation_id,
+        },
+        inv: &mut inv,
+        rec,
     };
     for _ in 0..inner.max_tool_steps {
-        let mut messages = inv.base.clone();
-        messages.extend(history::to_llm_messages(&inv.own));
-        let messages = history::fit(messages, &inner.limits.history);
-        let request = LlmRequest {
-            node: node.name.clone(),
-            system: inv.system.clone(),
-            messages,
-            tools: tools.clone(),
-        };
-        let response = match node.llm.generate(&request).await {
+        let response = match run.step.node.llm.generate(&run.request(&tools)).await {
             Ok(response) => response,
-            Err(error) => {
-                tracing::warn!(node = %node.name, %error, "model call failed");
-                let mut message = new_message(Role::Assistant, format!("Error: {error}"));
-                message.is_error = true;
-                record(&mut inv.own, rec, message);
-                rec.checkpoint().await?;
-                return Ok(NodeOutcome::Failed(error));
-            }
+            Err(error) => return run.model_failed(error).await,
         };
+        let text = response.text.clone().unwrap_or_default();
         if response.tool_calls.is_empty() {
-            let text = response.text.unwrap_or_default();
             // Saved by the caller with what comes next (the end of the
             // turn, or the next step of the pipeline).
-            record(
-                &mut inv.own,
-                rec,
-                new_message(Role::Assistant, text.clone()),
-            );
+            run.record(new_message(Role::Assistant, text.clone()));
             return Ok(NodeOutcome::Answered(text));
         }
-        let plans = plan(inner, &inv.gate, &tools, &response.tool_calls);
-        for (i, (call, plan)) in response.tool_calls.iter().zip(&plans).enumerate() {
-            let mut content = if i == 0 {
-                response.text.clone().unwrap_or_default()
-            } else {
-                String::new()
+        let plans = plan(inner, run.step.gate, &tools, &response.tool_calls);
+        run.record_calls(&response, &plans);
+        match run.perform_all(response.tool_calls, plans).await {
+            StepEnd::Paused(pending) => return Ok(NodeOutcome::Paused(pending)),
+            StepEnd::Exit => {
+                run.rec.checkpoint().await?;
+                return Ok(NodeOutcome::ExitLoop(text));
+            }
+            StepEnd::Next => run.rec.checkpoint().await?,
+        }
+    }
+    run.out_of_steps().await
+}
+
+/// How the calls of one step ended.
+enum StepEnd {
+    /// Go on with the next model call.
+    Next,
+    /// `exit_loop` was called.
+    Exit,
+    /// A call waits for a human.
+    Paused(Box<PendingApproval>),
+}
+
+/// One running invocation: where its messages go.
+struct NodeRun<'a, 'i> {
+    step: Step<'a>,
+    inv: &'a mut Invocation<'i>,
+    rec: &'a mut dyn Recorder,
+}
+
+impl NodeRun<'_, '_> {
+    /// Records a message as this node's.
+    fn record(&mut self, mut message: Message) {
+        message.node = Some(self.step.node.name.clone());
+        self.inv.own.push(message.clone());
+        self.rec.push(message);
+    }
+
+    /// The next model request: the history before the node, the node's
+    /// messages so far, fitted to the history budget.
+    fn request(&self, tools: &[ToolSpec]) -> LlmRequest {
+        let mut messages = self.inv.base.clone();
+        messages.extend(history::to_llm_messages(&self.inv.own));
+        LlmRequest {
+            node: self.step.node.name.clone(),
+            system: self.inv.system.clone(),
+            messages: history::fit(messages, &self.step.inner.limits.history),
+            tools: tools.to_vec(),
+        }
+    }
+
+    /// Records the model's failure as the node's answer.
+    async fn model_failed(mut self, error: LlmError) -> Result<NodeOutcome, EngineError> {
+        tracing::warn!(node = %self.step.node.name, %error, "model call failed");
+        let mut message = new_message(Role::Assistant, format!("Error: {error}"));
+        message.is_error = true;
+        self.record(message);
+        self.rec.checkpoint().await?;
+        Ok(NodeOutcome::Failed(error))
+    }
+
+    /// Records the calls the model asked for, each as planned (the
+    /// step's text goes with the first).
+    fn record_calls(&mut self, response: &crate::llm::LlmResponse, plans: &[Plan]) {
+        for (i, (call, plan)) in response.tool_calls.iter().zip(plans).enumerate() {
+            let mut content = match i {
+                0 => response.text.clone().unwrap_or_default(),
+                _ => String::new(),
             };
             if let (Some(Verdict::RunUnapproved), Gate::RunUnapproved { container }) =
-                (plan.verdict(), &inv.gate)
+                (plan.verdict(), self.step.gate)
             {
                 content = format!(
                     "{content}\n[ran without approval: allow_destructive on {container:?}]"
@@ -171,52 +222,43 @@ pub async fn run(
             }
             let mut message = new_message(Role::Assistant, content);
             message.tool_call = Some(tool_call(call, plan));
-            record(&mut inv.own, rec, message);
-        }
-        let mut paused: Option<Box<PendingApproval>> = None;
-        let mut exit = false;
-        for (call, plan) in response.tool_calls.into_iter().zip(plans) {
-            if paused.is_some() {
-                record(
-                    &mut inv.own,
-                    rec,
-                    result_message(&call.id, &call.name, skipped_text(), true),
-                );
-                continue;
-            }
-            let step = Step {
-                inner,
-                ctx,
-                node,
-                gate: &inv.gate,
-                conversation_id,
-            };
-            match step.perform(call, plan).await {
-                Performed::Result(message) => record(&mut inv.own, rec, message),
-                Performed::Exit(message) => {
-                    exit = true;
-                    record(&mut inv.own, rec, message);
-                }
-                Performed::Paused(pending) => paused = Some(pending),
-            }
-        }
-        if let Some(pending) = paused {
-            return Ok(NodeOutcome::Paused(pending));
-        }
-        rec.checkpoint().await?;
-        if exit {
-            return Ok(NodeOutcome::ExitLoop(response.text.unwrap_or_default()));
+            self.record(message);
         }
     }
-    let text = format!(
-        "Stopped after {} tool steps without a final answer.",
-        inner.max_tool_steps
-    );
-    let mut message = new_message(Role::Assistant, text.clone());
-    message.is_error = true;
-    record(&mut inv.own, rec, message);
-    rec.checkpoint().await?;
-    Ok(NodeOutcome::Answered(text))
+
+    /// Performs the step's calls in order; after a pause, the rest are
+    /// recorded as skipped.
+    async fn perform_all(&mut self, calls: Vec<LlmToolCall>, plans: Vec<Plan>) -> StepEnd {
+        let mut end = StepEnd::Next;
+        for (call, plan) in calls.into_iter().zip(plans) {
+            if matches!(end, StepEnd::Paused(_)) {
+                self.record(result_message(&call.id, &call.name, skipped_text(), true));
+                continue;
+            }
+            match self.step.perform(call, plan).await {
+                Performed::Result(message) => self.record(message),
+                Performed::Exit(message) => {
+                    end = StepEnd::Exit;
+                    self.record(message);
+                }
+                Performed::Paused(pending) => end = StepEnd::Paused(pending),
+            }
+        }
+        end
+    }
+
+    /// `max_tool_steps` reached without a final answer.
+    async fn out_of_steps(mut self) -> Result<NodeOutcome, EngineError> {
+        let text = format!(
+            "Stopped after {} tool steps without a final answer.",
+            self.step.inner.max_tool_steps
+        );
+        let mut message = new_message(Role::Assistant, text.clone());
+        message.is_error = true;
+        self.record(message);
+        self.rec.checkpoint().await?;
+        Ok(NodeOutcome::Answered(text))
+    }
 }
 
 /// What one planned call produced.

@@ -15,9 +15,9 @@ use futures::future::BoxFuture;
 use uuid::Uuid;
 
 use super::calls::{self, CallOutcome};
-use super::decide::{CallFacts, Verdict, decide};
+use super::decide::{CallFacts, Decision, Verdict, decide};
 use super::llm_node::{self, Buffer, Gate, Invocation, NodeOutcome, Recorder};
-use super::tree::{A2aNode, Node};
+use super::tree::{A2aNode, LlmNode, LoopNode, Node};
 use super::{EngineError, Inner, new_message};
 use crate::config::tree::resolve;
 use crate::context::RequestContext;
@@ -139,91 +139,12 @@ impl Exec {
     ) -> BoxFuture<'a, Result<Flow, EngineError>> {
         Box::pin(async move {
             match node {
-                Node::Llm(llm) => {
-                    let system = resolve(&llm.prompt, &|k| self.lookup(k));
-                    let (own, messages_from) = match resume {
-                        Some(resume) => (resume.own, resume.messages_from),
-                        None => {
-                            let mut started = new_message(Role::System, system.clone());
-                            started.node = Some(llm.name.clone());
-                            rec.push(started);
-                            (Vec::new(), rec.position())
-                        }
-                    };
-                    let invocation = Invocation {
-                        node: llm,
-                        system,
-                        base: vec![LlmMessage::User {
-                            text: self.user_message.to_string(),
-                        }],
-                        own,
-                        gate,
-                        exit_loop: llm.can_exit_loop,
-                    };
-                    let outcome = llm_node::run(
-                        &self.inner,
-                        &self.ctx,
-                        self.conversation_id,
-                        invocation,
-                        rec,
-                    )
-                    .await?;
-                    Ok(match outcome {
-                        NodeOutcome::Answered(text) => {
-                            self.set(&llm.output_key, &text);
-                            Flow::Done(text)
-                        }
-                        NodeOutcome::ExitLoop(text) => {
-                            self.set(&llm.output_key, &text);
-                            Flow::Exit(text)
-                        }
-                        NodeOutcome::Paused(pending) => Flow::Paused(Pause {
-                            pending,
-                            path: path.clone(),
-                            output_key: llm.output_key.clone(),
-                            messages_from,
-                        }),
-                        NodeOutcome::Failed(error) => Flow::Failed(Failure::Llm(error)),
-                    })
-                }
+                Node::Llm(llm) => self.run_llm(llm, path, resume, gate, rec).await,
                 Node::Sequential(group) => {
                     self.run_children(&group.children, path, resume, gate, rec)
                         .await
                 }
-                Node::Loop(lp) => {
-                    let gate = if lp.allow_destructive {
-                        Gate::RunUnapproved {
-                            container: lp.name.clone(),
-                        }
-                    } else {
-                        gate
-                    };
-                    let mut iteration = match &resume {
-                        Some(_) => self.loop_iterations.get(&lp.name).copied().unwrap_or(0),
-                        None => 0,
-                    };
-                    let mut resume = resume;
-                    let mut last = String::new();
-                    while iteration < lp.max_iterations {
-                        self.loop_iterations.insert(lp.name.clone(), iteration);
-                        let flow = self
-                            .run_children(&lp.children, path, resume.take(), gate.clone(), rec)
-                            .await?;
-                        match flow {
-                            Flow::Done(text) => last = text,
-                            Flow::Exit(text) => {
-                                tracing::info!(node = %lp.name, iteration = iteration + 1, "loop ended by exit_loop");
-                                self.loop_iterations.remove(&lp.name);
-                                return Ok(Flow::Done(if text.is_empty() { last } else { text }));
-                            }
-                            other => return Ok(other),
-                        }
-                        iteration += 1;
-                    }
-                    tracing::info!(node = %lp.name, iterations = lp.max_iterations, "loop reached max_iterations");
-                    self.loop_iterations.remove(&lp.name);
-                    Ok(Flow::Done(last))
-                }
+                Node::Loop(lp) => self.run_loop(lp, path, resume, gate, rec).await,
                 Node::A2a(a2a) => self.run_a2a(a2a, path, resume, gate, rec).await,
                 Node::Parallel(group) => {
                     let gate = if group.allow_destructive {
@@ -240,6 +161,104 @@ impl Exec {
                 }
             }
         })
+    }
+
+    /// An `llm` step (resumed with its own messages so far).
+    async fn run_llm(
+        &mut self,
+        llm: &LlmNode,
+        path: &[usize],
+        resume: Option<Resume>,
+        gate: Gate,
+        rec: &mut dyn Transcript,
+    ) -> Result<Flow, EngineError> {
+        let system = resolve(&llm.prompt, &|k| self.lookup(k));
+        let (own, messages_from) = match resume {
+            Some(resume) => (resume.own, resume.messages_from),
+            None => {
+                let mut started = new_message(Role::System, system.clone());
+                started.node = Some(llm.name.clone());
+                rec.push(started);
+                (Vec::new(), rec.position())
+            }
+        };
+        let invocation = Invocation {
+            node: llm,
+            system,
+            base: vec![LlmMessage::User {
+                text: self.user_message.to_string(),
+            }],
+            own,
+            gate,
+            exit_loop: llm.can_exit_loop,
+        };
+        let outcome = llm_node::run(
+            &self.inner,
+            &self.ctx,
+            self.conversation_id,
+            invocation,
+            rec,
+        )
+        .await?;
+        Ok(match outcome {
+            NodeOutcome::Answered(text) => {
+                self.set(&llm.output_key, &text);
+                Flow::Done(text)
+            }
+            NodeOutcome::ExitLoop(text) => {
+                self.set(&llm.output_key, &text);
+                Flow::Exit(text)
+            }
+            NodeOutcome::Paused(pending) => Flow::Paused(Pause {
+                pending,
+                path: path.to_vec(),
+                output_key: llm.output_key.clone(),
+                messages_from,
+            }),
+            NodeOutcome::Failed(error) => Flow::Failed(Failure::Llm(error)),
+        })
+    }
+
+    /// A `loop`: its children again and again until `exit_loop` or
+    /// `max_iterations` (resumed at the iteration that paused).
+    async fn run_loop(
+        &mut self,
+        lp: &LoopNode,
+        path: &mut Vec<usize>,
+        mut resume: Option<Resume>,
+        gate: Gate,
+        rec: &mut dyn Transcript,
+    ) -> Result<Flow, EngineError> {
+        let gate = match lp.allow_destructive {
+            true => Gate::RunUnapproved {
+                container: lp.name.clone(),
+            },
+            false => gate,
+        };
+        let mut iteration = match &resume {
+            Some(_) => self.loop_iterations.get(&lp.name).copied().unwrap_or(0),
+            None => 0,
+        };
+        let mut last = String::new();
+        while iteration < lp.max_iterations {
+            self.loop_iterations.insert(lp.name.clone(), iteration);
+            let flow = self
+                .run_children(&lp.children, path, resume.take(), gate.clone(), rec)
+                .await?;
+            match flow {
+                Flow::Done(text) => last = text,
+                Flow::Exit(text) => {
+                    tracing::info!(node = %lp.name, iteration = iteration + 1, "loop ended by exit_loop");
+                    self.loop_iterations.remove(&lp.name);
+                    return Ok(Flow::Done(if text.is_empty() { last } else { text }));
+                }
+                other => return Ok(other),
+            }
+            iteration += 1;
+        }
+        tracing::info!(node = %lp.name, iterations = lp.max_iterations, "loop reached max_iterations");
+        self.loop_iterations.remove(&lp.name);
+        Ok(Flow::Done(last))
     }
 
     /// An `a2a` step: one delegation, gated like a tool call (`decide.rs`).
@@ -262,25 +281,7 @@ impl Exec {
         let text = resolve(&a2a.prompt, &|k| self.lookup(k));
         record_in(rec, a2a, new_message(Role::System, text.clone()));
         let messages_from = rec.position();
-        let mut arguments = serde_json::Map::new();
-        arguments.insert("message".into(), serde_json::Value::String(text.clone()));
-        let facts = CallFacts {
-            tool: &a2a.agent,
-            arguments: &arguments,
-            offered: true,
-            gated: Some(
-                self.inner
-                    .tool(&a2a.agent)
-                    .is_none_or(|t| t.destructive_hint),
-            ),
-        };
-        let decision = decide(facts, &gate, &self.inner.rules);
-        let call = Delegation {
-            id: format!("a2a_{}", Uuid::new_v4().simple()),
-            text,
-            arguments,
-            uuid: matches!(decision.verdict, Verdict::Ask { .. }).then(Uuid::new_v4),
-        };
+        let (call, decision) = self.judge_delegation(a2a, text, &gate);
         record_in(rec, a2a, call.message(a2a));
         let pause = |pending: PendingApproval| {
             Flow::Paused(Pause {
@@ -290,28 +291,13 @@ impl Exec {
                 messages_from,
             })
         };
-        let outcome = match decision.verdict {
-            Verdict::Ask { approvers } => {
-                let mut pending = call.pending(self.conversation_id, a2a);
-                pending.approvers = approvers;
-                pending.rule = decision.rule;
-                return Ok(pause(pending));
-            }
-            Verdict::Run | Verdict::RunUnapproved => {
-                if decision.verdict == Verdict::RunUnapproved {
-                    tracing::warn!(node = %a2a.name, gate = ?gate, agent = %a2a.agent, "destructive delegation runs WITHOUT approval (allow_destructive)");
-                }
-                calls::execute(&self.inner, &self.ctx, &a2a.agent, call.arguments.clone()).await
-            }
-            _ => CallOutcome::Done {
-                content: format!(
-                    "Refused: delegating to {} was not run: {}.",
-                    a2a.agent, decision.reason
-                ),
-                is_error: true,
-            },
-        };
-        let (content, is_error) = match outcome {
+        if let Verdict::Ask { approvers } = decision.verdict {
+            let mut pending = call.pending(self.conversation_id, a2a);
+            pending.approvers = approvers;
+            pending.rule = decision.rule;
+            return Ok(pause(pending));
+        }
+        let (content, is_error) = match self.delegate(a2a, &call, &decision, &gate).await {
             CallOutcome::Remote { agent, approval } if gate == Gate::Approve => {
                 return Ok(pause(calls::proxy_approval(
                     self.conversation_id,
@@ -341,6 +327,56 @@ impl Exec {
         }
         self.set(&a2a.output_key, &content);
         Ok(Flow::Done(content))
+    }
+
+    /// The delegation an `a2a` step makes, and what `decide` says of it
+    /// (a sub-agent unknown to the catalog counts as gated).
+    fn judge_delegation(&self, a2a: &A2aNode, text: String, gate: &Gate) -> (Delegation, Decision) {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("message".into(), serde_json::Value::String(text.clone()));
+        let facts = CallFacts {
+            tool: &a2a.agent,
+            arguments: &arguments,
+            offered: true,
+            gated: Some(
+                self.inner
+                    .tool(&a2a.agent)
+                    .is_none_or(|t| t.destructive_hint),
+            ),
+        };
+        let decision = decide(facts, gate, &self.inner.rules);
+        let call = Delegation {
+            id: format!("a2a_{}", Uuid::new_v4().simple()),
+            text,
+            arguments,
+            uuid: matches!(decision.verdict, Verdict::Ask { .. }).then(Uuid::new_v4),
+        };
+        (call, decision)
+    }
+
+    /// Sends the delegation, or refuses it as decided.
+    async fn delegate(
+        &self,
+        a2a: &A2aNode,
+        call: &Delegation,
+        decision: &Decision,
+        gate: &Gate,
+    ) -> CallOutcome {
+        match decision.verdict {
+            Verdict::Run | Verdict::RunUnapproved => {
+                if decision.verdict == Verdict::RunUnapproved {
+                    tracing::warn!(node = %a2a.name, gate = ?gate, agent = %a2a.agent, "destructive delegation runs WITHOUT approval (allow_destructive)");
+                }
+                calls::execute(&self.inner, &self.ctx, &a2a.agent, call.arguments.clone()).await
+            }
+            _ => CallOutcome::Done {
+                content: format!(
+                    "Refused: delegating to {} was not run: {}.",
+                    a2a.agent, decision.reason
+                ),
+                is_error: true,
+            },
+        }
     }
 
     /// Children in order, resuming inside the first when asked.
