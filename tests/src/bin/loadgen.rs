@@ -26,6 +26,7 @@ mod requests;
 #[path = "loadgen/seed.rs"]
 mod seed;
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +40,8 @@ use report::{Phase, Report, StartupRun};
 use requests::{
     a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources, mix,
 };
+use seed::Seeded;
+use uuid::Uuid;
 
 /// Benchmark of the agent server: startup with many stored conversations,
 /// `GET /health`, `GET /conversations/{id}` and full turns with a tool call.
@@ -233,15 +236,7 @@ async fn bench(s: &Settings) -> Result<Report> {
         .context("cannot create a temp dir")?;
     let data_dir = tmp.path().join("data");
     let log_file = tmp.path().join("agent.log");
-    eprintln!(
-        "loadgen: seeding {} conversations in {}",
-        s.conversations,
-        data_dir.display()
-    );
-    let (conversations, dir) = (s.conversations, data_dir.clone());
-    let seeded = tokio::task::spawn_blocking(move || seed::seed(&dir, conversations))
-        .await
-        .context("the seeding task failed")??;
+    let seeded = seed_data(s, &data_dir).await?;
     let spec = AgentSpec {
         binary: s.agent.clone(),
         config: s.config.clone(),
@@ -252,157 +247,17 @@ async fn bench(s: &Settings) -> Result<Report> {
     };
     let http = http_client(s.clients)?;
 
-    // 1. Startup, repeated; the last instance serves the load phases.
-    let mut startup = Vec::new();
-    let mut agent = None;
-    for run in 1..=s.startup_runs {
-        eprintln!("loadgen: startup run {run}/{}", s.startup_runs);
-        let started = AgentProcess::start(&spec, &http).await?;
-        let mut record = StartupRun {
-            listening: started.listening_after,
-            healthy: started.startup,
-            rss: started.rss_bytes(),
-            stop: None,
-        };
-        if run < s.startup_runs {
-            let (status, took) = started.stop().await?;
-            ensure!(
-                status.success(),
-                "the agent exited with {status} on SIGTERM"
-            );
-            record.stop = Some(took);
-        } else {
-            agent = Some(started);
-        }
-        startup.push(record);
-    }
-    let agent = agent.context("no agent instance is left for the load phases")?;
+    let (startup, agent) = startups(s, &spec, &http).await?;
     let base = Arc::new(agent.url.clone());
     check_loaded(&http, &base, seeded.pending)
         .await
         .with_context(|| format!("agent output:\n{}", agent.tail()))?;
 
     let mut phases = Vec::new();
-    // 2. GET /health.
-    eprintln!("loadgen: GET /health");
-    let health = {
-        let (http, url) = (http.clone(), Arc::new(format!("{base}/health")));
-        move |_client: usize, _iteration: usize| {
-            let (http, url) = (http.clone(), url.clone());
-            async move { get_ok(&http, &url, b"{\"status\":\"ok\"").await }
-        }
-    };
-    load::run(s.clients, s.get_warmup, health.clone()).await?;
-    phases.push(Phase {
-        name: "2. GET /health".into(),
-        unit: "req",
-        p99_target: Some(Duration::from_millis(5)),
-        result: load::run(s.clients, s.get_budget, health.clone()).await?,
-    });
-    if s.low_clients > 0 {
-        phases.push(Phase {
-            name: "2b. GET /health, few clients".into(),
-            unit: "req",
-            p99_target: None,
-            result: load::run(s.low_clients, s.low_budget, health).await?,
-        });
-    }
-
-    // 3. GET /conversations/{id} on random stored conversations.
-    eprintln!("loadgen: GET /conversations/{{id}}");
-    let urls: Arc<Vec<String>> = Arc::new(
-        seeded
-            .ids
-            .iter()
-            .map(|id| format!("{base}/conversations/{id}"))
-            .collect(),
-    );
-    let show = {
-        let http = http.clone();
-        move |client: usize, iteration: usize| {
-            let (http, urls) = (http.clone(), urls.clone());
-            async move {
-                let pick = mix((client as u64) << 32 | iteration as u64) as usize % urls.len();
-                get_ok(&http, &urls[pick], b"{\"conversation\":").await
-            }
-        }
-    };
-    load::run(s.clients, s.get_warmup, show.clone()).await?;
-    phases.push(Phase {
-        name: format!("3. GET /conversations/{{id}} ({} stored)", s.conversations),
-        unit: "req",
-        p99_target: Some(Duration::from_millis(5)),
-        result: load::run(s.clients, s.get_budget, show.clone()).await?,
-    });
-    if s.low_clients > 0 {
-        phases.push(Phase {
-            name: "3b. GET /conversations/{id}, few clients".into(),
-            unit: "req",
-            p99_target: None,
-            result: load::run(s.low_clients, s.low_budget, show).await?,
-        });
-    }
-
-    // 4. Full turns, one conversation per client.
-    eprintln!("loadgen: full turns (\"list resources\")");
-    let created =
-        futures::future::try_join_all((0..s.clients).map(|_| create_conversation(&http, &base)))
-            .await
-            .with_context(|| format!("agent output:\n{}", agent.tail()))?;
-    let send_urls: Arc<Vec<String>> = Arc::new(
-        created
-            .iter()
-            .map(|id| format!("{base}/conversations/{id}/messages"))
-            .collect(),
-    );
-    let turn = {
-        let http = http.clone();
-        move |client: usize, _iteration: usize| {
-            let (http, urls) = (http.clone(), send_urls.clone());
-            async move { list_resources(&http, &urls[client]).await }
-        }
-    };
-    let warmup = Budget {
-        requests: s.clients,
-        duration: Duration::from_secs(30),
-    };
-    load::run(s.clients, warmup, turn.clone()).await?;
-    phases.push(Phase {
-        name: "4. full turn \"list resources\"".into(),
-        unit: "turn",
-        p99_target: None,
-        result: load::run(s.clients, s.turn_budget, turn).await?,
-    });
-
-    // 5. A2A message/send through an A -> B chain: A (the delegator) hands
-    // every task to this agent (B) over A2A.
-    eprintln!("loadgen: A2A message/send through A -> B");
-    let orchestrator = AgentProcess::start(
-        &AgentSpec {
-            config: s.config.with_file_name("agent-delegator.yaml"),
-            data_dir: tmp.path().join("data-a"),
-            env: vec![("DOWNSTREAM_URL".into(), base.to_string())],
-            ..spec.clone()
-        },
-        &http,
-    )
-    .await?;
-    let a2a_url = Arc::new(format!("{}/a2a", orchestrator.url));
-    let chain = {
-        let http = http.clone();
-        move |_client: usize, _iteration: usize| {
-            let (http, url) = (http.clone(), a2a_url.clone());
-            async move { a2a_list(&http, &url).await }
-        }
-    };
-    load::run(s.clients, warmup, chain.clone()).await?;
-    phases.push(Phase {
-        name: "5. A2A message/send, A -> B chain".into(),
-        unit: "req",
-        p99_target: None,
-        result: load::run(s.clients, s.turn_budget, chain).await?,
-    });
-    orchestrator.stop().await?;
+    phases.extend(health_phases(s, &http, &base).await?);
+    phases.extend(show_phases(s, &http, &base, &seeded.ids).await?);
+    phases.push(turn_phase(s, &http, &base, &agent).await?);
+    phases.push(a2a_phase(s, &http, &spec, tmp.path().join("data-a"), &base).await?);
 
     let rss_after_load = agent.rss_bytes();
     let (status, took) = agent.stop().await?;
@@ -422,4 +277,208 @@ async fn bench(s: &Settings) -> Result<Report> {
         load_average: (load_before, report::load_average()),
         shutdown: Some((status.to_string(), took)),
     })
+}
+
+/// Writes the stored conversations into `data_dir`, off the runtime.
+async fn seed_data(s: &Settings, data_dir: &Path) -> Result<Seeded> {
+    eprintln!(
+        "loadgen: seeding {} conversations in {}",
+        s.conversations,
+        data_dir.display()
+    );
+    let (conversations, dir) = (s.conversations, data_dir.to_path_buf());
+    tokio::task::spawn_blocking(move || seed::seed(&dir, conversations))
+        .await
+        .context("the seeding task failed")?
+}
+
+/// Phase 1: startup, repeated; the last instance serves the load phases.
+async fn startups(
+    s: &Settings,
+    spec: &AgentSpec,
+    http: &reqwest::Client,
+) -> Result<(Vec<StartupRun>, AgentProcess)> {
+    let mut startup = Vec::new();
+    let mut agent = None;
+    for run in 1..=s.startup_runs {
+        eprintln!("loadgen: startup run {run}/{}", s.startup_runs);
+        let started = AgentProcess::start(spec, http).await?;
+        let mut record = StartupRun {
+            listening: started.listening_after,
+            healthy: started.startup,
+            rss: started.rss_bytes(),
+            stop: None,
+        };
+        if run < s.startup_runs {
+            let (status, took) = started.stop().await?;
+            ensure!(
+                status.success(),
+                "the agent exited with {status} on SIGTERM"
+            );
+            record.stop = Some(took);
+        } else {
+            agent = Some(started);
+        }
+        startup.push(record);
+    }
+    let agent = agent.context("no agent instance is left for the load phases")?;
+    Ok((startup, agent))
+}
+
+/// Phase 2: `GET /health`.
+async fn health_phases(s: &Settings, http: &reqwest::Client, base: &str) -> Result<Vec<Phase>> {
+    eprintln!("loadgen: GET /health");
+    let health = {
+        let (http, url) = (http.clone(), Arc::new(format!("{base}/health")));
+        move |_client: usize, _iteration: usize| {
+            let (http, url) = (http.clone(), url.clone());
+            async move { get_ok(&http, &url, b"{\"status\":\"ok\"").await }
+        }
+    };
+    get_phases(
+        s,
+        "2. GET /health".into(),
+        "2b. GET /health, few clients",
+        health,
+    )
+    .await
+}
+
+/// Phase 3: `GET /conversations/{id}` on random stored conversations.
+async fn show_phases(
+    s: &Settings,
+    http: &reqwest::Client,
+    base: &str,
+    ids: &[Uuid],
+) -> Result<Vec<Phase>> {
+    eprintln!("loadgen: GET /conversations/{{id}}");
+    let urls: Arc<Vec<String>> = Arc::new(
+        ids.iter()
+            .map(|id| format!("{base}/conversations/{id}"))
+            .collect(),
+    );
+    let show = {
+        let http = http.clone();
+        move |client: usize, iteration: usize| {
+            let (http, urls) = (http.clone(), urls.clone());
+            async move {
+                let pick = mix((client as u64) << 32 | iteration as u64) as usize % urls.len();
+                get_ok(&http, &urls[pick], b"{\"conversation\":").await
+            }
+        }
+    };
+    get_phases(
+        s,
+        format!("3. GET /conversations/{{id}} ({} stored)", s.conversations),
+        "3b. GET /conversations/{id}, few clients",
+        show,
+    )
+    .await
+}
+
+/// A GET phase: a warm-up, the measured run at full concurrency (p99
+/// target 5 ms) and, unless `--low-clients 0`, one with few clients.
+async fn get_phases<F, Fut>(s: &Settings, name: String, few_name: &str, op: F) -> Result<Vec<Phase>>
+where
+    F: Fn(usize, usize) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<()>> + Send + 'static,
+{
+    load::run(s.clients, s.get_warmup, op.clone()).await?;
+    let mut phases = vec![Phase {
+        name,
+        unit: "req",
+        p99_target: Some(Duration::from_millis(5)),
+        result: load::run(s.clients, s.get_budget, op.clone()).await?,
+    }];
+    if s.low_clients > 0 {
+        phases.push(Phase {
+            name: few_name.into(),
+            unit: "req",
+            p99_target: None,
+            result: load::run(s.low_clients, s.low_budget, op).await?,
+        });
+    }
+    Ok(phases)
+}
+
+/// The warm-up of the turn and A2A phases: one request per client.
+fn turn_warmup(s: &Settings) -> Budget {
+    Budget {
+        requests: s.clients,
+        duration: Duration::from_secs(30),
+    }
+}
+
+/// Phase 4: full turns, one conversation per client.
+async fn turn_phase(
+    s: &Settings,
+    http: &reqwest::Client,
+    base: &str,
+    agent: &AgentProcess,
+) -> Result<Phase> {
+    eprintln!("loadgen: full turns (\"list resources\")");
+    let created =
+        futures::future::try_join_all((0..s.clients).map(|_| create_conversation(http, base)))
+            .await
+            .with_context(|| format!("agent output:\n{}", agent.tail()))?;
+    let send_urls: Arc<Vec<String>> = Arc::new(
+        created
+            .iter()
+            .map(|id| format!("{base}/conversations/{id}/messages"))
+            .collect(),
+    );
+    let turn = {
+        let http = http.clone();
+        move |client: usize, _iteration: usize| {
+            let (http, urls) = (http.clone(), send_urls.clone());
+            async move { list_resources(&http, &urls[client]).await }
+        }
+    };
+    load::run(s.clients, turn_warmup(s), turn.clone()).await?;
+    Ok(Phase {
+        name: "4. full turn \"list resources\"".into(),
+        unit: "turn",
+        p99_target: None,
+        result: load::run(s.clients, s.turn_budget, turn).await?,
+    })
+}
+
+/// Phase 5: A2A `message/send` through an A -> B chain: A (the delegator,
+/// started here on `data_dir`) hands every task to this agent (B, at
+/// `base`) over A2A.
+async fn a2a_phase(
+    s: &Settings,
+    http: &reqwest::Client,
+    spec: &AgentSpec,
+    data_dir: PathBuf,
+    base: &str,
+) -> Result<Phase> {
+    eprintln!("loadgen: A2A message/send through A -> B");
+    let orchestrator = AgentProcess::start(
+        &AgentSpec {
+            config: s.config.with_file_name("agent-delegator.yaml"),
+            data_dir,
+            env: vec![("DOWNSTREAM_URL".into(), base.to_string())],
+            ..spec.clone()
+        },
+        http,
+    )
+    .await?;
+    let a2a_url = Arc::new(format!("{}/a2a", orchestrator.url));
+    let chain = {
+        let http = http.clone();
+        move |_client: usize, _iteration: usize| {
+            let (http, url) = (http.clone(), a2a_url.clone());
+            async move { a2a_list(&http, &url).await }
+        }
+    };
+    load::run(s.clients, turn_warmup(s), chain.clone()).await?;
+    let phase = Phase {
+        name: "5. A2A message/send, A -> B chain".into(),
+        unit: "req",
+        p99_target: None,
+        result: load::run(s.clients, s.turn_budget, chain).await?,
+    };
+    orchestrator.stop().await?;
+    Ok(phase)
 }
