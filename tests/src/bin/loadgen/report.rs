@@ -93,6 +93,47 @@ fn verdict(pass: bool) -> &'static str {
     if pass { "PASS" } else { "FAIL" }
 }
 
+/// Columns of the phase table.
+const HEADER: [&str; 12] = [
+    "Phase", "Clients", "OK", "Errors", "Wall s", "Rate/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
+    "Target", "Result",
+];
+
+/// Appends `text` and a newline.
+fn line(out: &mut String, text: String) {
+    out.push_str(&text);
+    out.push('\n');
+}
+
+/// A phase's row in the table.
+fn phase_row(phase: &Phase) -> Vec<String> {
+    let r = &phase.result;
+    let (target, result) = match phase.p99_target {
+        Some(t) => (
+            format!("p99 < {:.0} ms", ms(t)),
+            verdict(r.errors == 0 && r.percentile(99.0) < t).to_string(),
+        ),
+        None => (
+            "-".into(),
+            if r.errors == 0 { "ok" } else { "ERRORS" }.into(),
+        ),
+    };
+    vec![
+        phase.name.clone(),
+        r.clients.to_string(),
+        r.ok().to_string(),
+        r.errors.to_string(),
+        format!("{:.2}", r.elapsed.as_secs_f64()),
+        format!("{:.0} {}/s", r.rate(), phase.unit),
+        format!("{:.2}", ms(r.percentile(50.0))),
+        format!("{:.2}", ms(r.percentile(90.0))),
+        format!("{:.2}", ms(r.percentile(99.0))),
+        format!("{:.2}", ms(r.max())),
+        target,
+        result,
+    ]
+}
+
 impl Report {
     fn startup_sorted(&self) -> Vec<Duration> {
         let mut times: Vec<Duration> = self.startup.iter().map(|r| r.healthy).collect();
@@ -117,13 +158,22 @@ impl Report {
     /// The human-readable report.
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let line = |out: &mut String, text: String| {
-            out.push_str(&text);
-            out.push('\n');
-        };
-        line(&mut out, "== Agent Stop and Go benchmark ==".into());
+        self.run_lines(&mut out);
+        line(&mut out, String::new());
+        self.startup_lines(&mut out);
+        line(&mut out, String::new());
+        self.phase_table(&mut out);
+        self.phase_notes(&mut out);
+        line(&mut out, String::new());
+        self.shutdown_lines(&mut out);
+        out
+    }
+
+    /// The title, and what ran where on which data.
+    fn run_lines(&self, out: &mut String) {
+        line(out, "== Agent Stop and Go benchmark ==".into());
         line(
-            &mut out,
+            out,
             format!(
                 "agent:  {} (config {}, RUST_LOG={})",
                 self.agent.display(),
@@ -132,7 +182,7 @@ impl Report {
             ),
         );
         line(
-            &mut out,
+            out,
             format!(
                 "host:   {} CPUs, shared by the agent and the load generator; loopback only; \
                  load average {} before, {} after",
@@ -146,7 +196,7 @@ impl Report {
             ),
         );
         line(
-            &mut out,
+            out,
             format!(
                 "data:   {} stored conversations ({} waiting approval), {:.1} MiB, written in {:.2} s",
                 self.conversations,
@@ -155,9 +205,12 @@ impl Report {
                 self.seed_time.as_secs_f64()
             ),
         );
-        line(&mut out, String::new());
+    }
+
+    /// Phase 1: each start, then min and median against the target.
+    fn startup_lines(&self, out: &mut String) {
         line(
-            &mut out,
+            out,
             format!(
                 "1. Startup with {} stored conversations (spawn -> first 200 from GET /health):",
                 self.conversations
@@ -169,7 +222,7 @@ impl Report {
                 .map(|d| format!(", SIGTERM exit {:.0} ms", ms(d)))
                 .unwrap_or_default();
             line(
-                &mut out,
+                out,
                 format!(
                     "   run {}: {:7.1} ms  (listening after {:.1} ms, RSS {}{stop})",
                     i + 1,
@@ -181,7 +234,7 @@ impl Report {
         }
         let (min, median) = self.startup_min_median();
         line(
-            &mut out,
+            out,
             format!(
                 "   min {:.1} ms, median {:.1} ms; target median < {:.0} ms: {}",
                 ms(min),
@@ -190,40 +243,13 @@ impl Report {
                 verdict(median < self.startup_target)
             ),
         );
-        line(&mut out, String::new());
-        let header = [
-            "Phase", "Clients", "OK", "Errors", "Wall s", "Rate/s", "p50 ms", "p90 ms", "p99 ms",
-            "max ms", "Target", "Result",
-        ];
-        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-        for phase in &self.phases {
-            let r = &phase.result;
-            let (target, result) = match phase.p99_target {
-                Some(t) => (
-                    format!("p99 < {:.0} ms", ms(t)),
-                    verdict(r.errors == 0 && r.percentile(99.0) < t).to_string(),
-                ),
-                None => (
-                    "-".into(),
-                    if r.errors == 0 { "ok" } else { "ERRORS" }.into(),
-                ),
-            };
-            rows.push(vec![
-                phase.name.clone(),
-                r.clients.to_string(),
-                r.ok().to_string(),
-                r.errors.to_string(),
-                format!("{:.2}", r.elapsed.as_secs_f64()),
-                format!("{:.0} {}/s", r.rate(), phase.unit),
-                format!("{:.2}", ms(r.percentile(50.0))),
-                format!("{:.2}", ms(r.percentile(90.0))),
-                format!("{:.2}", ms(r.percentile(99.0))),
-                format!("{:.2}", ms(r.max())),
-                target,
-                result,
-            ]);
-        }
-        let widths: Vec<usize> = (0..header.len())
+    }
+
+    /// The load phases as an aligned Markdown table.
+    fn phase_table(&self, out: &mut String) {
+        let mut rows: Vec<Vec<String>> = vec![HEADER.iter().map(|s| s.to_string()).collect()];
+        rows.extend(self.phases.iter().map(phase_row));
+        let widths: Vec<usize> = (0..HEADER.len())
             .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
             .collect();
         for (i, row) in rows.iter().enumerate() {
@@ -239,17 +265,21 @@ impl Report {
                     }
                 })
                 .collect();
-            line(&mut out, format!("| {} |", cells.join(" | ")));
+            line(out, format!("| {} |", cells.join(" | ")));
             if i == 0 {
                 let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-                line(&mut out, format!("|-{}-|", rule.join("-|-")));
+                line(out, format!("|-{}-|", rule.join("-|-")));
             }
         }
+    }
+
+    /// Phases cut short by their time limit, and each phase's first error.
+    fn phase_notes(&self, out: &mut String) {
         for phase in &self.phases {
             let r = &phase.result;
             if r.hit_time_limit() {
                 line(
-                    &mut out,
+                    out,
                     format!(
                         "note: {} stopped on its {:.0} s time limit before {} requests",
                         phase.name,
@@ -259,12 +289,15 @@ impl Report {
                 );
             }
             if let Some(error) = &r.first_error {
-                line(&mut out, format!("first error in {}: {error}", phase.name));
+                line(out, format!("first error in {}: {error}", phase.name));
             }
         }
-        line(&mut out, String::new());
+    }
+
+    /// Memory after the load and the final SIGTERM.
+    fn shutdown_lines(&self, out: &mut String) {
         line(
-            &mut out,
+            out,
             format!(
                 "agent RSS after the load phases: {}",
                 mib(self.rss_after_load)
@@ -272,14 +305,13 @@ impl Report {
         );
         if let Some((status, took)) = &self.shutdown {
             line(
-                &mut out,
+                out,
                 format!(
                     "SIGTERM at the end: exited ({status}) after {:.0} ms",
                     ms(*took)
                 ),
             );
         }
-        out
     }
 
     /// The same numbers as JSON (milliseconds as floats).
