@@ -109,6 +109,41 @@ fn object(value: Value) -> Map<String, Value> {
 fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
     let created = now - TimeDelta::seconds(60 * (index as i64 % 43_200) + 3600);
     let at = |step: i64| created + TimeDelta::milliseconds(400 * step);
+    let mut messages = listing_exchange(index, &at);
+    let mut status = ConversationStatus::Active;
+    let mut pending_approval = None;
+    if is_pending(index) {
+        let (add, pending) = add_waiting_for_approval(id, index, &at);
+        messages.extend(add);
+        pending_approval = Some(pending);
+        status = ConversationStatus::WaitingApproval;
+    } else {
+        messages.push(message(Role::User, "thanks", at(5)));
+        messages.push(message(
+            Role::Assistant,
+            "I manage resources. Try \"list resources\".",
+            at(6),
+        ));
+    }
+    let updated_at = messages.last().map_or(created, |m| m.created_at);
+    Conversation {
+        id,
+        session_id: format!("{:08x}", (index as u32).wrapping_mul(2_654_435_761)),
+        status,
+        messages,
+        pending_approval,
+        pipeline_state: None,
+        turn_in_progress: false,
+        owner: None,
+        decisions: Vec::new(),
+        created_at: created,
+        updated_at,
+    }
+}
+
+/// Steps 0 to 4: the system prompt, "list resources", the
+/// `resources_list` call, its result and the answer.
+fn listing_exchange(index: usize, at: &impl Fn(i64) -> DateTime<Utc>) -> Vec<Message> {
     let list_call = format!("call_{:08x}_1", index);
     let listing = json!({
         "count": 2,
@@ -118,7 +153,7 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
         ]
     })
     .to_string();
-    let mut messages = vec![
+    vec![
         message(Role::System, "You are a resource manager.", at(0)),
         message(Role::User, "list resources", at(1)),
         Message {
@@ -145,20 +180,27 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
             format!("There are 2 resources: {listing}"),
             at(4),
         ),
-    ];
-    let mut status = ConversationStatus::Active;
-    let mut pending_approval = None;
-    if is_pending(index) {
-        let uuid = Uuid::new_v4();
-        let call_id = format!("call_{:08x}_2", index);
-        let name = format!("cache-{index}");
-        let args = object(json!({"name": name, "value": 42}));
-        messages.push(message(
+    ]
+}
+
+/// Steps 5 and 6 of a pending conversation: an add request and the
+/// `resources_add` call stopped for approval, with its pending approval.
+fn add_waiting_for_approval(
+    id: Uuid,
+    index: usize,
+    at: &impl Fn(i64) -> DateTime<Utc>,
+) -> (Vec<Message>, PendingApproval) {
+    let uuid = Uuid::new_v4();
+    let call_id = format!("call_{:08x}_2", index);
+    let name = format!("cache-{index}");
+    let args = object(json!({"name": name, "value": 42}));
+    let messages = vec![
+        message(
             Role::User,
             format!("add resource {name} with value 42"),
             at(5),
-        ));
-        messages.push(Message {
+        ),
+        Message {
             tool_call: Some(ToolCall {
                 id: call_id.clone(),
                 name: "resources_add".into(),
@@ -168,45 +210,24 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
                 provider_signature: None,
             }),
             ..message(Role::Assistant, "", at(6))
-        });
-        pending_approval = Some(PendingApproval {
-            uuid,
-            conversation_id: id,
-            tool_name: "resources_add".into(),
-            tool_args: args,
-            description: format!("resources_add(name={name:?}, value=42)"),
-            created_at: at(6),
-            call_id,
-            node: Some(NODE.into()),
-            state: ApprovalState::Pending,
-            remote_task_id: None,
-            remote_agent_name: None,
-            remote_approval_uuid: None,
-            requested_by: None,
-            approvers: Vec::new(),
-            rule: None,
-        });
-        status = ConversationStatus::WaitingApproval;
-    } else {
-        messages.push(message(Role::User, "thanks", at(5)));
-        messages.push(message(
-            Role::Assistant,
-            "I manage resources. Try \"list resources\".",
-            at(6),
-        ));
-    }
-    let updated_at = messages.last().map_or(created, |m| m.created_at);
-    Conversation {
-        id,
-        session_id: format!("{:08x}", (index as u32).wrapping_mul(2_654_435_761)),
-        status,
-        messages,
-        pending_approval,
-        pipeline_state: None,
-        turn_in_progress: false,
-        owner: None,
-        decisions: Vec::new(),
-        created_at: created,
-        updated_at,
-    }
+        },
+    ];
+    let pending = PendingApproval {
+        uuid,
+        conversation_id: id,
+        tool_name: "resources_add".into(),
+        tool_args: args,
+        description: format!("resources_add(name={name:?}, value=42)"),
+        created_at: at(6),
+        call_id,
+        node: Some(NODE.into()),
+        state: ApprovalState::Pending,
+        remote_task_id: None,
+        remote_agent_name: None,
+        remote_approval_uuid: None,
+        requested_by: None,
+        approvers: Vec::new(),
+        rule: None,
+    };
+    (messages, pending)
 }
