@@ -83,8 +83,15 @@ pub enum InboxEvent {
         /// conversation).
         approval: PendingApproval,
     },
-    /// A pending approval left the pending list: decided, canceled or
-    /// found interrupted.
+    /// An approval still waits after `approval.remind_after`: a nudge for
+    /// whoever decides (also sent to the webhooks).
+    ApprovalReminder {
+        /// The approval, still pending.
+        approval: PendingApproval,
+    },
+    /// A pending approval left the pending list: decided, canceled,
+    /// expired (decided by `system:expiry`, role `expiry`) or found
+    /// interrupted.
     ApprovalResolved {
         /// Its uuid.
         uuid: Uuid,

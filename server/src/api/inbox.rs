@@ -47,7 +47,7 @@ pub async fn inbox_events(
 fn visible(engine: &Engine, caller: &Principal, event: &InboxEvent) -> bool {
     let conversation = match event {
         InboxEvent::Pending { .. } => return true,
-        InboxEvent::ApprovalRequested { approval } => {
+        InboxEvent::ApprovalRequested { approval } | InboxEvent::ApprovalReminder { approval } => {
             return policy::can_see_approval(caller, approval);
         }
         InboxEvent::ApprovalResolved {

@@ -46,6 +46,8 @@ pub fn apply_inbox_event(
             }
             !known
         }
+        // Already listed (a reminder changes nothing on screen).
+        InboxEvent::ApprovalReminder { .. } => false,
         InboxEvent::ApprovalResolved {
             uuid,
             conversation_id,
