@@ -13,6 +13,7 @@ pub mod engine;
 pub mod filesystem;
 pub mod llm;
 pub mod mcp;
+pub mod notify;
 pub mod resources;
 pub mod store;
 #[cfg(test)]

@@ -433,9 +433,91 @@ pub struct MessageSendConfiguration {
     /// Most history messages in the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i64>,
-    /// Push notification config (unsupported here).
+    /// Where to push the task's updates (`tasks/pushNotificationConfig/set`
+    /// for the task this message creates or continues).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push_notification_config: Option<Value>,
+    pub push_notification_config: Option<PushNotificationConfig>,
+}
+
+/// Where and how a server pushes a task's updates (A2A v0.3
+/// `PushNotificationConfig`). `Debug` hides the token and credentials.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushNotificationConfig {
+    /// The config's id within its task (several callbacks per task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The callback URL the task object is POSTed to.
+    pub url: String,
+    /// Sent back as `X-A2A-Notification-Token` so the receiver can check
+    /// the notification is for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// How the server authenticates to the callback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<PushNotificationAuthenticationInfo>,
+}
+
+impl std::fmt::Debug for PushNotificationConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushNotificationConfig")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("authentication", &self.authentication)
+            .finish()
+    }
+}
+
+/// Credentials for the callback (A2A v0.3
+/// `PushNotificationAuthenticationInfo`); `Debug` hides `credentials`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushNotificationAuthenticationInfo {
+    /// Schemes, e.g. `["Bearer"]`.
+    #[serde(default)]
+    pub schemes: Vec<String>,
+    /// The credential for the first usable scheme.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+}
+
+impl std::fmt::Debug for PushNotificationAuthenticationInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushNotificationAuthenticationInfo")
+            .field("schemes", &self.schemes)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// A push config with its task: `tasks/pushNotificationConfig/set`
+/// params and the result of set, get and list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    /// The task.
+    pub task_id: String,
+    /// The config.
+    pub push_notification_config: PushNotificationConfig,
+}
+
+/// `tasks/pushNotificationConfig/get`, `list` and `delete` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushConfigParams {
+    /// The task.
+    pub id: String,
+    /// The config (get: optional, the task's default one; delete:
+    /// required; list: ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notification_config_id: Option<String>,
+    /// Extra data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
 }
 
 /// `tasks/get`, `tasks/cancel`, `tasks/resubscribe` params.

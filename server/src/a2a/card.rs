@@ -1,8 +1,8 @@
 //! The agent card (`GET /.well-known/agent-card.json`, and the older
 //! `/.well-known/agent.json`): who this agent is, where its JSON-RPC
 //! endpoint is, what it supports, and one skill per tool it can use.
-//! The card says only what the server does: streaming yes, push
-//! notifications and state transition history no.
+//! The card says only what the server does: streaming and push
+//! notifications yes, state transition history no.
 
 use asg_shared::a2a::{AgentCapabilities, AgentCard, AgentSkill, PROTOCOL_VERSION};
 use asg_shared::rest::ToolInfo;
@@ -49,7 +49,7 @@ pub fn agent_card(info: &AgentInfo, tools: &[ToolInfo]) -> AgentCard {
         preferred_transport: Some("JSONRPC".into()),
         capabilities: AgentCapabilities {
             streaming: true,
-            push_notifications: false,
+            push_notifications: true,
             state_transition_history: false,
         },
         default_input_modes: MODES.iter().map(|m| m.to_string()).collect(),
@@ -169,7 +169,7 @@ mod tests {
         assert_eq!(card.protocol_version, "0.3.0");
         assert_eq!(card.preferred_transport.as_deref(), Some("JSONRPC"));
         assert!(card.capabilities.streaming);
-        assert!(!card.capabilities.push_notifications);
+        assert!(card.capabilities.push_notifications);
         let ids: Vec<&str> = card.skills.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["resources_list", "resources_add", "agent_b"]);
         assert_eq!(card.skills[0].tags, ["mcp", "read-only"]);

@@ -4,11 +4,13 @@
 //! - [`card`]: the agent card.
 //! - [`mapping`]: conversation -> task.
 //! - [`server`]: `POST /a2a` JSON-RPC dispatcher and the card routes.
+//! - [`push`]: push notification configs and their delivery.
 //! - [`stream`]: `message/stream` and `tasks/resubscribe` (SSE).
 //! - [`client`]: card discovery and `message/send` to sub-agents.
 
 pub mod card;
 pub mod client;
 pub mod mapping;
+pub mod push;
 pub mod server;
 pub mod stream;

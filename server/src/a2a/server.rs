@@ -6,7 +6,8 @@
 //! (HTTP status stays 200): -32700 not JSON, -32600 not a request,
 //! -32601 unknown method, -32602 bad params, -32001 unknown task (also
 //! for an id that is not a UUID: nothing else reaches the store),
-//! -32002 not cancelable, -32003 push notifications, -32005 unsupported
+//! -32002 not cancelable, -32003 push notifications not enabled (a
+//! router without a push service), -32005 unsupported
 //! content, -32603 internal. A model failure is not an error: the task
 //! comes back `failed` with the reason in its status message.
 //!
@@ -38,10 +39,12 @@ use crate::api::logging::ConversationTag;
 use crate::auth::policy;
 use crate::context::RequestContext;
 use crate::engine::{Engine, EngineError, MAX_MESSAGE_BYTES, TurnOutcome};
+mod push;
 mod rpc;
 
 pub(crate) use rpc::{
     Decision, RpcError, error_response, parse_envelope, parse_query, parse_send, result_response,
+    typed,
 };
 
 /// Client context ids remembered at most (oldest forgotten first).
@@ -71,6 +74,8 @@ pub(crate) struct Call {
     pub has_session: bool,
     /// The request id, echoed in every response.
     pub id: Value,
+    /// Push notification configs (absent in routers built without one).
+    pub push: Option<crate::a2a::push::PushService>,
 }
 
 /// Client context ids by task, in memory.
@@ -114,6 +119,7 @@ impl Contexts {
 async fn rpc(
     State(state): State<AppState>,
     Extension(contexts): Extension<Contexts>,
+    push: Option<Extension<crate::a2a::push::PushService>>,
     Ctx(ctx): Ctx,
     headers: HeaderMap,
     body: Bytes,
@@ -129,6 +135,7 @@ async fn rpc(
         ctx,
         has_session: session_from_headers(&headers).is_some(),
         id: id.clone(),
+        push: push.map(|Extension(push)| push),
     };
     let result = match method.as_str() {
         "message/send" => message_send(&call, params).await,
@@ -139,15 +146,21 @@ async fn rpc(
         "tasks/pushNotificationConfig/set"
         | "tasks/pushNotificationConfig/get"
         | "tasks/pushNotificationConfig/list"
-        | "tasks/pushNotificationConfig/delete" => Err(RpcError::new(
-            error_codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
-            "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
-        )),
+        | "tasks/pushNotificationConfig/delete" => {
+            return match push::dispatch(&call, &method, params).await {
+                Ok((conversation, result)) => {
+                    json_response(result_response(id, &result), Some(tag(&conversation)))
+                }
+                Err(error) => json_response(error_response(id, error), None),
+            };
+        }
         other => Err(RpcError::new(
             error_codes::METHOD_NOT_FOUND,
             format!(
                 "method {other:?} not found; supported: message/send, message/stream, \
-                 tasks/get, tasks/cancel, tasks/resubscribe"
+                 tasks/get, tasks/cancel, tasks/resubscribe, tasks/pushNotificationConfig/set, \
+                 tasks/pushNotificationConfig/get, tasks/pushNotificationConfig/list, \
+                 tasks/pushNotificationConfig/delete"
             ),
         )),
     };
@@ -423,10 +436,22 @@ async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     let request = parse_send(params)?;
     let mut call = call.clone();
     let (action, context) = prepare(&mut call, &request.message)?;
+    if let Some(config) = &request.push {
+        let service = push::service(&call)?;
+        service.check(config).await.map_err(push::refused)?;
+    }
     let engine = &call.state.engine;
     let (conversation, not_processed) = settled(engine, execute(engine, &call.ctx, action).await)?;
     let context = context.unwrap_or_else(|| conversation.id.to_string());
     call.contexts.remember(conversation.id, &context);
+    if let (Some(config), Ok(service)) = (request.push, push::service(&call))
+        && policy::can_continue(&call.ctx.caller(), &conversation)
+    {
+        service
+            .set(conversation.id, &context, config)
+            .await
+            .map_err(push::refused)?;
+    }
     let task = answer_task(
         &conversation,
         &context,

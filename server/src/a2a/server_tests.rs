@@ -186,7 +186,7 @@ async fn card_is_served_on_both_paths() {
     assert_eq!(card["preferredTransport"], "JSONRPC");
     assert_eq!(
         card["capabilities"],
-        json!({"streaming": true, "pushNotifications": false, "stateTransitionHistory": false})
+        json!({"streaming": true, "pushNotifications": true, "stateTransitionHistory": false})
     );
     assert_eq!(
         card["defaultInputModes"],

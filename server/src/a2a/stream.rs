@@ -47,6 +47,13 @@ pub(crate) async fn message_stream(call: Call, params: Option<Value>) -> Respons
 
 async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, RpcError> {
     let request = parse_send(params)?;
+    if request.push.is_some() {
+        return Err(RpcError::new(
+            asg_shared::a2a::error_codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "configuration.pushNotificationConfig is not supported with message/stream (the stream \
+             carries the updates); use message/send or tasks/pushNotificationConfig/set",
+        ));
+    }
     let (action, context) = prepare(&mut call, &request.message)?;
     let engine = call.state.engine.clone();
     let history_length = request.history_length;

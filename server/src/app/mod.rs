@@ -22,6 +22,7 @@ use crate::engine::rules::ApprovalRules;
 use crate::engine::{DecisionPolicy, Engine, EngineLimits, EngineParts, HistoryBudget};
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
+use crate::notify::Notifier;
 use crate::store::{JsonFileStore, Store};
 
 /// A startup failure, with a message meant for the operator.
@@ -40,6 +41,8 @@ pub struct App {
     quarantined_files: usize,
     /// Who may call.
     auth: Authenticator,
+    /// Webhooks and A2A push notifications.
+    notifier: Arc<Notifier>,
 }
 
 impl App {
@@ -79,12 +82,20 @@ impl App {
         .await
         .map_err(|e| StartupError(e.to_string()))?;
         let tools = tools.registry;
+        let notifier = match Notifier::build(&config, &engine, env) {
+            Ok(notifier) => notifier,
+            Err(error) => {
+                tools.shutdown().await;
+                return Err(StartupError(error));
+            }
+        };
         // Sub-agents may have moved on while this agent was down.
         let reconciling = engine.clone();
         tokio::spawn(async move { reconciling.reconcile_proxy_approvals().await });
         auth.warm_up();
         Ok(App {
             auth,
+            notifier: Arc::new(notifier),
             quarantined_files: store.quarantined(),
             config,
             engine,
@@ -95,7 +106,7 @@ impl App {
     /// The HTTP router; `bound_port` builds the default public URL,
     /// `shutdown` ends the event streams.
     pub fn router(&self, bound_port: u16, shutdown: tokio::sync::watch::Receiver<bool>) -> Router {
-        api::router(AppState {
+        let router = api::router(AppState {
             shutdown,
             engine: self.engine.clone(),
             quarantined_files: self.quarantined_files,
@@ -114,7 +125,8 @@ impl App {
                     api_keys: !self.config.auth.api_keys.is_empty(),
                 },
             }),
-        })
+        });
+        router.layer(axum::Extension(self.notifier.push()))
     }
 
     /// Serves until `shutdown` completes, then stops the tool servers.
@@ -126,6 +138,8 @@ impl App {
         let port = listener.local_addr()?.port();
         let (stopping, stop_flag) = tokio::sync::watch::channel(false);
         let router = self.router(port, stop_flag);
+        self.notifier.start(&self.config.public_base_url(port));
+        let notifier = self.notifier.clone();
         let engine = self.engine.clone();
         let deadline = std::time::Duration::from_secs(self.config.shutdown_timeout_secs);
         let result = axum::serve(listener, router)
@@ -135,6 +149,9 @@ impl App {
                 // interrupted at the deadline) while requests are still
                 // answered, so their callers get the outcome.
                 engine.shutdown(deadline).await;
+                // What the engine's shutdown recorded is still notified,
+                // within a short bound.
+                notifier.shutdown().await;
                 // End the open event streams so the server can drain.
                 let _ = stopping.send(true);
             })

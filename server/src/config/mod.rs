@@ -91,6 +91,9 @@ pub struct AgentConfig {
     /// Who may call the agent; absent: anyone who reaches the port.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// Which callback URLs A2A push notifications may use.
+    #[serde(default)]
+    pub a2a_push: crate::notify::A2aPushConfig,
     /// Sub-agents offered to one node only (name -> node): an `llm`
     /// node's own `a2a:` entries, and the inline peers of `a2a` nodes
     /// (named after their node, so offered to no `llm` node). Filled by
@@ -223,6 +226,14 @@ pub struct ApprovalConfig {
     /// before the hints and the `always` / `never` lists.
     #[serde(default)]
     pub rules: Vec<RuleConfig>,
+    /// Notifications (`notify/`): endpoints POSTed a signed JSON event
+    /// when an approval is requested, reminded, decided or expired.
+    #[serde(default)]
+    pub webhooks: Vec<crate::notify::WebhookConfig>,
+    /// Base URL of the web chat for the links in webhook events
+    /// (`{web_url}/?c={conversation}`); default: the agent's public URL.
+    #[serde(default)]
+    pub web_url: Option<String>,
 }
 
 impl Default for ApprovalConfig {
@@ -233,6 +244,8 @@ impl Default for ApprovalConfig {
             never: Vec::new(),
             separate_approver: false,
             rules: Vec::new(),
+            webhooks: Vec::new(),
+            web_url: None,
         }
     }
 }
@@ -533,6 +546,11 @@ impl AgentConfig {
         let agent_names = self.validate_sub_agents()?;
         self.validate_limits()?;
         rules::validate_rules(&self.approval.rules)?;
+        crate::notify::config::validate(
+            &self.approval.webhooks,
+            self.approval.web_url.as_deref(),
+            &self.a2a_push,
+        )?;
         self.auth.validate()?;
         if self.max_delegation_depth == 0 {
             return Err(("max_delegation_depth".into(), "must be at least 1".into()));

@@ -346,6 +346,21 @@ impl Engine {
         ))
     }
 
+    /// The operator inbox for the agent's own notifiers (webhooks): not
+    /// counted among the client streams, never refused.
+    pub fn inbox_receiver(&self) -> tokio::sync::broadcast::Receiver<InboxEvent> {
+        self.inner.index.subscribe_inbox()
+    }
+
+    /// A conversation's live events for the agent's own notifiers (A2A
+    /// push): not counted among the client streams, never refused.
+    pub fn watch(
+        &self,
+        id: Uuid,
+    ) -> Result<tokio::sync::broadcast::Receiver<ConversationEvent>, EngineError> {
+        Ok(self.slot(id)?.subscribe())
+    }
+
     /// The tool registry.
     pub fn tools(&self) -> &Arc<ToolRegistry> {
         &self.inner.tools

@@ -5,7 +5,7 @@
 
 use asg_shared::a2a::{
     A2aMessage, JsonRpcError, JsonRpcResponse, MessageRole, MessageSendParams, Part,
-    TaskQueryParams, approval_keys, error_codes,
+    PushNotificationConfig, TaskQueryParams, approval_keys, error_codes,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -101,6 +101,8 @@ pub(crate) fn parse_envelope(
 pub(crate) struct SendRequest {
     pub message: A2aMessage,
     pub history_length: Option<usize>,
+    /// `configuration.pushNotificationConfig`: registered for the task.
+    pub push: Option<PushNotificationConfig>,
 }
 
 /// Parses `message/send` params with a message naming each problem.
@@ -138,12 +140,6 @@ pub(crate) fn parse_send(params: Option<Value>) -> Result<SendRequest, RpcError>
         ));
     }
     let config = params.configuration.unwrap_or_default();
-    if config.push_notification_config.is_some() {
-        return Err(RpcError::new(
-            error_codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
-            "push notifications are not supported by this agent; omit configuration.pushNotificationConfig",
-        ));
-    }
     if let Some(modes) = config.accepted_output_modes.filter(|m| !m.is_empty())
         && !modes
             .iter()
@@ -161,6 +157,7 @@ pub(crate) fn parse_send(params: Option<Value>) -> Result<SendRequest, RpcError>
     Ok(SendRequest {
         message,
         history_length,
+        push: config.push_notification_config,
     })
 }
 
@@ -177,7 +174,7 @@ pub(crate) fn parse_query(params: Option<Value>) -> Result<(Uuid, Option<usize>)
     Ok((id, history_length))
 }
 
-fn typed<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+pub(crate) fn typed<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
     if !params.is_object() {
         return Err(RpcError::invalid_params("params must be an object"));
     }

@@ -1,0 +1,365 @@
+//! A2A push notifications (`tasks/pushNotificationConfig/*`): a client
+//! registers callback URLs for a task it owns; whenever the task reaches
+//! `input-required`, `completed`, `failed`, `canceled` (or `rejected`,
+//! `auth-required`), the task object, as `tasks/get` returns it, is
+//! POSTed to each callback with `X-A2A-Notification-Token` (the client's
+//! token) and, for `authentication: {schemes: ["Bearer"], credentials}`,
+//! `Authorization: Bearer <credentials>`.
+//!
+//! One watcher task per task with configs follows the conversation's
+//! events (an unlimited engine receiver), re-reads the saved snapshot and
+//! sends when the state (or the approval / answer it is about) changed.
+//! Callback URLs pass `notify::ssrf` when set and before every attempt;
+//! delivery retries with backoff (`notify::deliver`).
+
+pub mod store;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use asg_shared::ConversationStatus;
+use asg_shared::a2a::{PushNotificationConfig, Task, TaskState};
+use tokio::sync::broadcast::error::RecvError;
+use uuid::Uuid;
+
+use super::mapping;
+use crate::engine::Engine;
+use crate::notify::deliver::{Deliveries, Outgoing};
+use crate::notify::{A2aPushConfig, ssrf};
+use store::PushStore;
+
+/// Most configs per task.
+pub const MAX_CONFIGS_PER_TASK: usize = 10;
+/// Longest callback URL.
+const MAX_URL: usize = 2048;
+/// Longest token, credentials or config id.
+const MAX_FIELD: usize = 1024;
+
+/// The push registrations and their watchers; cheap to clone.
+#[derive(Clone)]
+pub struct PushService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    policy: Arc<A2aPushConfig>,
+    deliveries: Deliveries,
+    store: PushStore,
+    /// Tasks with a running watcher.
+    watching: Mutex<HashSet<Uuid>>,
+}
+
+/// What a state is worth a notification.
+pub fn notable(state: TaskState) -> bool {
+    matches!(
+        state,
+        TaskState::InputRequired
+            | TaskState::Completed
+            | TaskState::Failed
+            | TaskState::Canceled
+            | TaskState::Rejected
+            | TaskState::AuthRequired
+    )
+}
+
+/// What a notification is about: the state and the status message (the
+/// approval asked for, the answer given), so two approvals in a row or
+/// two answers in a row are two notifications.
+fn fingerprint(task: &Task) -> (TaskState, Option<String>) {
+    let message = task.status.message.as_ref().map(|m| m.message_id.clone());
+    (task.status.state, message)
+}
+
+/// The config as the A2A methods return it: the credentials are
+/// write-only.
+pub fn public(config: &PushNotificationConfig) -> PushNotificationConfig {
+    let mut config = config.clone();
+    if let Some(auth) = &mut config.authentication {
+        auth.credentials = None;
+    }
+    config
+}
+
+/// Field checks before the URL check; the problem for the caller.
+pub fn check_fields(config: &PushNotificationConfig) -> Result<(), String> {
+    if config.url.len() > MAX_URL {
+        return Err(format!("url is longer than {MAX_URL} characters"));
+    }
+    let long = |value: &Option<String>| value.as_ref().is_some_and(|v| v.len() > MAX_FIELD);
+    let credentials = config
+        .authentication
+        .as_ref()
+        .and_then(|a| a.credentials.clone());
+    if long(&config.id) || long(&config.token) || long(&credentials) {
+        return Err(format!(
+            "id, token and credentials must be at most {MAX_FIELD} characters"
+        ));
+    }
+    if config.id.as_deref().is_some_and(|id| id.trim().is_empty()) {
+        return Err("id must not be empty".into());
+    }
+    if let Some(auth) = &config.authentication
+        && credentials.is_some()
+        && !auth
+            .schemes
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case("bearer"))
+    {
+        return Err(format!(
+            "authentication.schemes {:?} has no scheme this agent can use; only Bearer is supported",
+            auth.schemes
+        ));
+    }
+    Ok(())
+}
+
+/// The POST of `task` to `config`'s callback.
+pub fn outgoing(
+    config: &PushNotificationConfig,
+    task: &Task,
+    policy: &Arc<A2aPushConfig>,
+) -> Outgoing {
+    let mut headers = Vec::new();
+    if let Some(token) = &config.token {
+        headers.push(("X-A2A-Notification-Token", token.clone()));
+    }
+    if let Some(auth) = &config.authentication
+        && let Some(credentials) = &auth.credentials
+        && auth
+            .schemes
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case("bearer"))
+    {
+        headers.push(("Authorization", format!("Bearer {credentials}")));
+    }
+    Outgoing {
+        url: config.url.clone(),
+        headers,
+        body: serde_json::to_vec(task).unwrap_or_default(),
+        label: format!(
+            "A2A push {} of task {} (config {})",
+            task.status.state.as_str(),
+            task.id,
+            config.id.as_deref().unwrap_or("")
+        ),
+        ssrf: Some(policy.clone()),
+    }
+}
+
+impl PushService {
+    /// Opens the store under `data_dir`.
+    pub fn open(
+        data_dir: &Path,
+        engine: Engine,
+        policy: A2aPushConfig,
+        deliveries: Deliveries,
+    ) -> Result<PushService, String> {
+        let store = PushStore::open(data_dir).map_err(|e| {
+            format!(
+                "cannot open {}: {e}",
+                data_dir.join(store::FILE_NAME).display()
+            )
+        })?;
+        Ok(PushService {
+            inner: Arc::new(Inner {
+                engine,
+                policy: Arc::new(policy),
+                deliveries,
+                store,
+                watching: Mutex::default(),
+            }),
+        })
+    }
+
+    /// Starts the watchers of the stored registrations.
+    pub fn start(&self) {
+        for task in self.inner.store.tasks() {
+            self.ensure_watcher(task);
+        }
+    }
+
+    /// Checks `config`'s URL now (the same check runs before every send).
+    pub async fn check(&self, config: &PushNotificationConfig) -> Result<(), String> {
+        check_fields(config)?;
+        ssrf::check(&config.url, &self.inner.policy).await?;
+        Ok(())
+    }
+
+    /// Registers (or replaces, by id) a config for `task` after checking
+    /// it; without an id it takes the task id. The callback gets the
+    /// task's current state at once when that state is worth a
+    /// notification. Returns the config as stored (credentials hidden).
+    pub async fn set(
+        &self,
+        task: Uuid,
+        context_id: &str,
+        mut config: PushNotificationConfig,
+    ) -> Result<PushNotificationConfig, String> {
+        self.check(&config).await?;
+        if config.id.is_none() {
+            config.id = Some(task.to_string());
+        }
+        let stored = config.clone();
+        self.inner.store.update(task, |entry| {
+            if entry.context_id.is_empty() {
+                entry.context_id = context_id.to_string();
+            }
+            entry.configs.retain(|c| c.id != stored.id);
+            if entry.configs.len() >= MAX_CONFIGS_PER_TASK {
+                return Err(format!(
+                    "task {task} already has {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
+                ));
+            }
+            entry.configs.push(stored);
+            Ok(())
+        })?;
+        self.ensure_watcher(task);
+        if let Some(now) = self.current(task)
+            && notable(now.status.state)
+        {
+            let job = outgoing(&config, &now, &self.inner.policy);
+            let deliveries = self.inner.deliveries.clone();
+            self.inner.deliveries.spawn(async move {
+                deliveries.send(&job).await;
+            });
+        }
+        Ok(public(&config))
+    }
+
+    /// One config of a task (`None`: the first one).
+    pub fn get(&self, task: Uuid, id: Option<&str>) -> Option<PushNotificationConfig> {
+        let entry = self.inner.store.task(task)?;
+        entry
+            .configs
+            .iter()
+            .find(|c| id.is_none() || c.id.as_deref() == id)
+            .map(public)
+    }
+
+    /// Every config of a task.
+    pub fn list(&self, task: Uuid) -> Vec<PushNotificationConfig> {
+        self.inner
+            .store
+            .task(task)
+            .map(|entry| entry.configs.iter().map(public).collect())
+            .unwrap_or_default()
+    }
+
+    /// Removes a config; false when there was none with that id.
+    pub fn delete(&self, task: Uuid, id: &str) -> Result<bool, String> {
+        if self.inner.store.task(task).is_none() {
+            return Ok(false);
+        }
+        self.inner.store.update(task, |entry| {
+            let before = entry.configs.len();
+            entry.configs.retain(|c| c.id.as_deref() != Some(id));
+            Ok(entry.configs.len() != before)
+        })
+    }
+
+    /// The task as `tasks/get` shows it, from the saved snapshot.
+    fn current(&self, task: Uuid) -> Option<Task> {
+        let conversation = self.inner.engine.get(task)?;
+        let context = self
+            .inner
+            .store
+            .task(task)
+            .map(|t| t.context_id)
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| task.to_string());
+        Some(mapping::to_task(&conversation, &context, None))
+    }
+
+    fn ensure_watcher(&self, task: Uuid) {
+        let mut watching = self
+            .inner
+            .watching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if watching.contains(&task) {
+            return;
+        }
+        let Ok(events) = self.inner.engine.watch(task) else {
+            return;
+        };
+        watching.insert(task);
+        let service = self.clone();
+        self.inner
+            .deliveries
+            .spawn(async move { service.watch(task, events).await });
+    }
+
+    /// Follows one task until it is closed, loses its configs, or the
+    /// agent shuts down.
+    async fn watch(
+        self,
+        task: Uuid,
+        mut events: tokio::sync::broadcast::Receiver<asg_shared::events::ConversationEvent>,
+    ) {
+        let mut last = self.current(task).map(|t| fingerprint(&t));
+        loop {
+            let received = tokio::select! {
+                received = events.recv() => received,
+                () = self.inner.deliveries.closing() => Err(RecvError::Closed),
+            };
+            if let Err(RecvError::Closed) = received {
+                break;
+            }
+            let Some(now) = self.current(task) else { break };
+            let seen = Some(fingerprint(&now));
+            if seen != last {
+                last = seen;
+                if notable(now.status.state) {
+                    self.notify(task, &now).await;
+                }
+            }
+            if self.done(task) {
+                return;
+            }
+        }
+        self.forget(task);
+    }
+
+    async fn notify(&self, task: Uuid, now: &Task) {
+        let configs = self.inner.store.task(task).map(|t| t.configs);
+        for config in configs.unwrap_or_default() {
+            let job = outgoing(&config, now, &self.inner.policy);
+            self.inner.deliveries.send(&job).await;
+        }
+    }
+
+    /// Ends the watcher (true) when the task is closed or has no configs,
+    /// under the lock `set` takes to start one, so none is missed.
+    fn done(&self, task: Uuid) -> bool {
+        let mut watching = self
+            .inner
+            .watching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let closed = self.inner.engine.get(task).is_none_or(|c| {
+            matches!(
+                c.status,
+                ConversationStatus::Completed | ConversationStatus::Canceled
+            )
+        });
+        if closed || self.inner.store.task(task).is_none() {
+            watching.remove(&task);
+            return true;
+        }
+        false
+    }
+
+    fn forget(&self, task: Uuid) {
+        let mut watching = self
+            .inner
+            .watching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        watching.remove(&task);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! `tasks/pushNotificationConfig/{set,get,list,delete}`: only the task's
+//! owner (the principal that may continue it) manages its configs;
+//! another principal's task is not found (-32001), a task it may read
+//! but not continue is forbidden (-32010). A refused callback URL or a
+//! malformed config is -32602 with the reason; without a push service
+//! (a router built without one) every method answers -32003.
+
+use std::sync::Arc;
+
+use asg_shared::Conversation;
+use asg_shared::a2a::{
+    PushNotificationConfig, TaskPushConfigParams, TaskPushNotificationConfig, error_codes,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Call, RpcError, forbidden, stored_task, typed};
+use crate::a2a::push::PushService;
+use crate::auth::policy;
+
+/// A method's conversation (for the request log) and result.
+type PushAnswer = Result<(Arc<Conversation>, Value), RpcError>;
+
+/// Runs one push method.
+pub(crate) async fn dispatch(call: &Call, method: &str, params: Option<Value>) -> PushAnswer {
+    let service = service(call)?;
+    let params = params.ok_or_else(|| RpcError::invalid_params("params are required"))?;
+    match method {
+        "tasks/pushNotificationConfig/set" => set(call, service, params).await,
+        "tasks/pushNotificationConfig/get" => get(call, service, params),
+        "tasks/pushNotificationConfig/list" => list(call, service, params),
+        _ => delete(call, service, params),
+    }
+}
+
+/// The push service, or -32003.
+pub(crate) fn service(call: &Call) -> Result<&PushService, RpcError> {
+    call.push.as_ref().ok_or_else(|| {
+        RpcError::new(
+            error_codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "push notifications are not enabled on this server",
+        )
+    })
+}
+
+/// The task behind `raw`, if the caller owns it.
+fn owned_task(call: &Call, raw: &str) -> Result<(Uuid, Arc<Conversation>), RpcError> {
+    let id = Uuid::parse_str(raw).map_err(|_| RpcError::task_not_found(raw))?;
+    let conversation = stored_task(call, id)?;
+    if !policy::can_continue(&call.ctx.caller(), &conversation) {
+        return Err(forbidden(format!(
+            "only the principal that created task {id} may manage its push notification configs"
+        )));
+    }
+    Ok((id, conversation))
+}
+
+/// A service error as a JSON-RPC error.
+pub(crate) fn refused(why: String) -> RpcError {
+    if why.starts_with("internal error") {
+        RpcError::new(error_codes::INTERNAL_ERROR, why)
+    } else {
+        RpcError::invalid_params(format!("params.pushNotificationConfig: {why}"))
+    }
+}
+
+fn with_task(task: Uuid, config: PushNotificationConfig) -> TaskPushNotificationConfig {
+    TaskPushNotificationConfig {
+        task_id: task.to_string(),
+        push_notification_config: config,
+    }
+}
+
+fn to_value(value: &impl serde::Serialize) -> Result<Value, RpcError> {
+    serde_json::to_value(value)
+        .map_err(|e| RpcError::new(error_codes::INTERNAL_ERROR, format!("internal error: {e}")))
+}
+
+async fn set(call: &Call, service: &PushService, params: Value) -> PushAnswer {
+    for key in ["taskId", "pushNotificationConfig"] {
+        if params.get(key).is_none() {
+            return Err(RpcError::invalid_params(format!(
+                "params.{key} is required"
+            )));
+        }
+    }
+    let params: TaskPushNotificationConfig = typed(params)?;
+    let (id, conversation) = owned_task(call, &params.task_id)?;
+    let context = call.contexts.get(id);
+    let stored = service
+        .set(id, &context, params.push_notification_config)
+        .await
+        .map_err(refused)?;
+    Ok((conversation, to_value(&with_task(id, stored))?))
+}
+
+fn query(params: Value) -> Result<TaskPushConfigParams, RpcError> {
+    if params.get("id").is_none() {
+        return Err(RpcError::invalid_params("params.id is required"));
+    }
+    typed(params)
+}
+
+fn get(call: &Call, service: &PushService, params: Value) -> PushAnswer {
+    let params = query(params)?;
+    let (id, conversation) = owned_task(call, &params.id)?;
+    let wanted = params.push_notification_config_id.as_deref();
+    let config = service.get(id, wanted).ok_or_else(|| {
+        RpcError::invalid_params(match wanted {
+            Some(name) => format!("task {id} has no push notification config {name:?}"),
+            None => format!("task {id} has no push notification config"),
+        })
+    })?;
+    Ok((conversation, to_value(&with_task(id, config))?))
+}
+
+fn list(call: &Call, service: &PushService, params: Value) -> PushAnswer {
+    let params = query(params)?;
+    let (id, conversation) = owned_task(call, &params.id)?;
+    let configs: Vec<TaskPushNotificationConfig> = service
+        .list(id)
+        .into_iter()
+        .map(|c| with_task(id, c))
+        .collect();
+    Ok((conversation, to_value(&configs)?))
+}
+
+fn delete(call: &Call, service: &PushService, params: Value) -> PushAnswer {
+    let params = query(params)?;
+    let (id, conversation) = owned_task(call, &params.id)?;
+    let name = params
+        .push_notification_config_id
+        .ok_or_else(|| RpcError::invalid_params("params.pushNotificationConfigId is required"))?;
+    if !service.delete(id, &name).map_err(refused)? {
+        return Err(RpcError::invalid_params(format!(
+            "task {id} has no push notification config {name:?}"
+        )));
+    }
+    Ok((conversation, Value::Null))
+}
