@@ -105,7 +105,7 @@ async def check_card(http, base):
     check(card == legacy, "the two card paths serve different cards")
     check(card.name == "resource-manager", f"card name {card.name!r}")
     check(card.capabilities.streaming, "card does not announce streaming")
-    check(not card.capabilities.push_notifications, "card announces push notifications")
+    check(card.capabilities.push_notifications, "card does not announce push notifications")
     interface = card.supported_interfaces[0]
     check(interface.url == f"{base}/a2a", f"card url {interface.url!r}")
     check(interface.protocol_binding == "JSONRPC", f"binding {interface.protocol_binding!r}")
