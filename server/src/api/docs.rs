@@ -28,6 +28,7 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system
         events::conversations_events,
         approvals::approvals_resolve,
         approvals::approvals_index,
+        approvals::grants_revoke,
         inbox::inbox_events,
         a2a_rpc,
         agent_card,
@@ -52,6 +53,7 @@ pub struct ApiDoc;
 /// | `tasks/get` | The task, with `historyLength` messages of history. |
 /// | `tasks/cancel` | Cancels a task that waits for approval (its call is not run); other tasks are not cancelable. |
 /// | `tasks/resubscribe` | The event stream of a task again. |
+/// | `tasks/pushNotificationConfig/set`, `get`, `list`, `delete` | Callbacks (`url`, `token`, `authentication`) the agent POSTs the task to when it becomes `input-required`, `completed`, `failed` or `canceled`; owner only; callback URLs on private, loopback or link-local addresses are refused unless `a2a_push` allows them. |
 ///
 /// A task waiting for approval is `input-required`; its status message has
 /// a text part and a data part `{approval_uuid, tool_name, tool_args,
@@ -69,7 +71,8 @@ pub struct ApiDoc;
 /// | -32603 | internal error |
 /// | -32001 | task not found (also an id that is not a UUID) |
 /// | -32002 | task not cancelable |
-/// | -32003 | push notifications are not supported |
+/// | -32003 | push notifications are not supported here (`message/stream` with a push config) |
+/// | -32010 | forbidden (e.g. deciding without the approver role) |
 /// | -32005 | unsupported content type in a message part |
 ///
 /// Like every body, the request must be sent as `Content-Type:
@@ -108,7 +111,7 @@ fn a2a_rpc() {}
     responses((status = 200, description = "The agent card (A2A v0.3)", body = serde_json::Value,
         example = json!({"name": "resource-manager", "description": "Lists, adds and removes resources; asks a human before any change.",
             "url": "http://127.0.0.1:8080/a2a", "version": "0.1.0", "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC",
-            "capabilities": {"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
+            "capabilities": {"streaming": true, "pushNotifications": true, "stateTransitionHistory": false},
             "defaultInputModes": ["text/plain", "application/json"], "defaultOutputModes": ["text/plain", "application/json"],
             "skills": [{"id": "resources_add", "name": "resources_add", "description": "Add a resource with a `name` and an integer `value`.", "tags": ["mcp", "destructive"]}],
             "documentationUrl": "http://127.0.0.1:8080/docs"}))))]
