@@ -5,6 +5,7 @@
 //! they come from the environment (see [`crate::llm::provider`]).
 
 mod auth;
+mod duration;
 mod expand;
 pub mod rules;
 pub mod tree;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use auth::{ApiKeyConfig, AuthConfig, OidcConfig};
+pub use duration::{ConfigDuration, format_secs};
 pub use expand::expand_env;
 pub use rules::{ConditionConfig, ConditionTests, RuleAction, RuleConfig};
 pub use tree::{NodeConfig, NodeKind};
@@ -226,6 +228,15 @@ pub struct ApprovalConfig {
     /// before the hints and the `always` / `never` lists.
     #[serde(default)]
     pub rules: Vec<RuleConfig>,
+    /// An approval still undecided this long after it was raised is
+    /// rejected as expired (`90s`, `30m`, `24h`, `7d`); a rule's own
+    /// `expires_after` wins. None: approvals wait until decided.
+    #[serde(default)]
+    pub expires_after: Option<ConfigDuration>,
+    /// One reminder (inbox event `approval_reminder`) when an approval
+    /// has waited this long.
+    #[serde(default)]
+    pub remind_after: Option<ConfigDuration>,
     /// Notifications (`notify/`): endpoints POSTed a signed JSON event
     /// when an approval is requested, reminded, decided or expired.
     #[serde(default)]
@@ -244,6 +255,8 @@ impl Default for ApprovalConfig {
             never: Vec::new(),
             separate_approver: false,
             rules: Vec::new(),
+            expires_after: None,
+            remind_after: None,
             webhooks: Vec::new(),
             web_url: None,
         }
@@ -428,6 +441,17 @@ fn validate_allowed_hosts(hosts: &[String]) -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// A reminder comes before the expiry it announces.
+fn validate_reminder(approval: &ApprovalConfig) -> Result<(), (String, String)> {
+    match (approval.remind_after, approval.expires_after) {
+        (Some(remind), Some(expires)) if remind >= expires => Err((
+            "approval.remind_after".into(),
+            format!("must be shorter than approval.expires_after ({expires}), got {remind}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A configuration problem, reported at startup.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -546,6 +570,7 @@ impl AgentConfig {
         let agent_names = self.validate_sub_agents()?;
         self.validate_limits()?;
         rules::validate_rules(&self.approval.rules)?;
+        validate_reminder(&self.approval)?;
         crate::notify::config::validate(
             &self.approval.webhooks,
             self.approval.web_url.as_deref(),

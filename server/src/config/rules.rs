@@ -11,6 +11,7 @@
 //!       when: { value: { gt: 1000 } }
 //!       action: ask
 //!       approvers: [sre]             # who may decide (roles or groups)
+//!       expires_after: 2h            # rejected as expired after (ask)
 //!     - tool: "*_remove"
 //!       action: ask
 //! ```
@@ -41,6 +42,11 @@ pub struct RuleConfig {
     /// decide (besides the approver role); empty: any approver.
     #[serde(default)]
     pub approvers: Vec<String>,
+    /// `ask` only: an approval this rule asked for and still undecided
+    /// after this long is rejected as expired (wins over
+    /// `approval.expires_after`).
+    #[serde(default)]
+    pub expires_after: Option<super::ConfigDuration>,
 }
 
 /// What a rule does with a matching call.
@@ -106,6 +112,15 @@ pub fn validate_rules(rules: &[RuleConfig]) -> Result<(), (String, String)> {
         if !rule.approvers.is_empty() && rule.action != RuleAction::Ask {
             return Err((
                 at("approvers"),
+                format!(
+                    "only applies to `action: ask`, not `{}`",
+                    rule.action.as_str()
+                ),
+            ));
+        }
+        if rule.expires_after.is_some() && rule.action != RuleAction::Ask {
+            return Err((
+                at("expires_after"),
                 format!(
                     "only applies to `action: ask`, not `{}`",
                     rule.action.as_str()
