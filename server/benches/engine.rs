@@ -142,6 +142,7 @@ async fn start_engine(tree: AgentTree, json_store: bool, dir: &Path) -> Engine {
         limits: Default::default(),
         policy: Default::default(),
         audit: None,
+        expiry: Default::default(),
     })
     .await
     .expect("engine")

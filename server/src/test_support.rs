@@ -35,6 +35,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         limits: Default::default(),
         policy: Default::default(),
         audit: None,
+        expiry: Default::default(),
     })
     .await
     .unwrap();

@@ -210,6 +210,19 @@ pub struct PendingApproval {
     /// tool)`), when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// When it is rejected as expired if still undecided
+    /// (`approval.expires_after`, or its rule's), fixed when it was
+    /// raised: a configuration change or a restart does not move it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When one reminder is sent if still undecided
+    /// (`approval.remind_after`), fixed when it was raised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_at: Option<DateTime<Utc>>,
+    /// True once the reminder was sent (it is sent once, restarts
+    /// included).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reminded: bool,
 }
 
 /// Where a paused agent-tree run stands, so it can resume after approval.

@@ -314,6 +314,9 @@ mod tests {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            expires_at: None,
+            remind_at: None,
+            reminded: false,
         }
     }
 

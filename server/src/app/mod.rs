@@ -19,7 +19,9 @@ use crate::auth::Authenticator;
 use crate::config::AgentConfig;
 use crate::engine::catalog::ToolCatalog;
 use crate::engine::rules::ApprovalRules;
-use crate::engine::{DecisionPolicy, Engine, EngineLimits, EngineParts, HistoryBudget};
+use crate::engine::{
+    DecisionPolicy, Engine, EngineLimits, EngineParts, ExpiryPolicy, HistoryBudget,
+};
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
 use crate::notify::Notifier;
@@ -78,6 +80,7 @@ impl App {
                 separate_approver: config.approval.separate_approver,
             },
             audit: Some(Arc::new(audit)),
+            expiry: ExpiryPolicy::from_config(&config.approval),
         })
         .await
         .map_err(|e| StartupError(e.to_string()))?;

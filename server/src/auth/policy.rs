@@ -176,6 +176,9 @@ mod tests {
             requested_by: Some(actor(&who(requester, &[]), None, "rest")),
             approvers: Vec::new(),
             rule: None,
+            expires_at: None,
+            remind_at: None,
+            reminded: false,
         }
     }
 

@@ -316,6 +316,9 @@ pub fn proxy_approval(
         requested_by: None,
         approvers: Vec::new(),
         rule: None,
+        expires_at: None,
+        remind_at: None,
+        reminded: false,
     }
 }
 

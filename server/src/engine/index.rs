@@ -231,6 +231,11 @@ impl ConversationIndex {
         self.inbox.subscribe()
     }
 
+    /// Sends an event to the operator inbox (none listening is fine).
+    pub(crate) fn notify_inbox(&self, event: InboxEvent) {
+        let _ = self.inbox.send(event);
+    }
+
     /// Every slot (no order).
     pub(crate) fn slots(&self) -> Vec<Arc<Slot>> {
         read(&self.conversations).values().cloned().collect()

@@ -364,6 +364,9 @@ impl Step<'_> {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            expires_at: None,
+            remind_at: None,
+            reminded: false,
         }
     }
 }

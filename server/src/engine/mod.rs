@@ -22,6 +22,7 @@ pub mod approval;
 mod calls;
 pub mod catalog;
 pub mod decide;
+mod expiry;
 mod history;
 mod index;
 mod llm_node;
@@ -52,6 +53,7 @@ use crate::mcp::ToolRegistry;
 use crate::store::Store;
 use catalog::{LiveCatalog, ToolCatalog};
 
+pub use expiry::{EXPIRY_ROLE, EXPIRY_SUBJECT, ExpiryPolicy, expiry_actor, is_expiry};
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
@@ -167,6 +169,8 @@ pub struct EngineParts {
     pub policy: DecisionPolicy,
     /// Where decisions are recorded (`data_dir/audit.jsonl`).
     pub audit: Option<Arc<AuditLog>>,
+    /// When undecided approvals expire and are reminded.
+    pub expiry: ExpiryPolicy,
 }
 
 /// Who may decide approvals, beyond holding the approver role.
@@ -217,6 +221,8 @@ struct Inner {
     limits: EngineLimits,
     policy: DecisionPolicy,
     audit: Option<Arc<AuditLog>>,
+    /// Approval deadlines and the task that acts on them.
+    expiry: expiry::Expiry,
     subscribers: SubscriberLimits,
     index: ConversationIndex,
     /// The running turns.
@@ -249,7 +255,7 @@ impl Engine {
             index.insert(conversation);
         }
         tracing::info!(conversations = index.len(), "conversations loaded");
-        Ok(Engine {
+        let engine = Engine {
             inner: Arc::new(Inner {
                 tree: parts.tree,
                 tools: parts.tools.clone(),
@@ -261,6 +267,7 @@ impl Engine {
                 limits: parts.limits,
                 policy: parts.policy,
                 audit: parts.audit,
+                expiry: expiry::Expiry::new(parts.expiry),
                 subscribers: SubscriberLimits::new(
                     parts.limits.max_subscribers_per_conversation,
                     parts.limits.max_subscribers,
@@ -270,7 +277,10 @@ impl Engine {
                 abort_turns: CancellationToken::new(),
                 closing: AtomicBool::new(false),
             }),
-        })
+        };
+        // Deadlines that passed while the agent was down are due now.
+        engine.start_expiry();
+        Ok(engine)
     }
 
     /// Runs a turn in a task the engine owns: the caller awaits its
@@ -302,6 +312,7 @@ impl Engine {
     /// as interrupted (an approved call among them as "may have run").
     pub async fn shutdown(&self, deadline: Duration) {
         self.inner.closing.store(true, Ordering::SeqCst);
+        self.inner.expiry.stop().await;
         self.inner.turns.close();
         let running = self.inner.turns.len();
         if running > 0 {

@@ -118,6 +118,7 @@ impl Engine {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
         slot.publish(to_save);
+        self.inner.expiry.wake();
         Ok(())
     }
 }
@@ -125,9 +126,10 @@ impl Engine {
 fn apply(inner: &Inner, conversation: &mut Conversation, old: &PendingApproval, verdict: Verdict) {
     match verdict {
         Verdict::Unchanged => {}
-        Verdict::Replaced(next) => {
+        Verdict::Replaced(mut next) => {
             tracing::warn!(conversation = %conversation.id, old = %old.uuid, new = %next.uuid, "the sub-agent now asks for another approval; the proxy approval is replaced");
             inner.index.add_approval(next.uuid, conversation.id);
+            inner.expiry.stamp(&mut next);
             conversation.pending_approval = Some(*next);
         }
         Verdict::Settled { content, is_error } => {
@@ -171,6 +173,9 @@ mod tests {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            expires_at: None,
+            remind_at: None,
+            reminded: false,
         }
     }
 

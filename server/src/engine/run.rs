@@ -549,6 +549,9 @@ impl Delegation {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            expires_at: None,
+            remind_at: None,
+            reminded: false,
         }
     }
 }

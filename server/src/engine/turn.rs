@@ -145,6 +145,7 @@ impl<'a> Turn<'a> {
         let outcome = self
             .apply_decision(&mut pending, approve, decision.reason.as_deref())
             .await?;
+        let outcome = super::expiry::reword(outcome, &decision, &pending);
         self.audit_outcome(&pending, &outcome);
         let (content, is_error) = match outcome {
             CallOutcome::Done { content, is_error } => (content, is_error),
@@ -476,11 +477,13 @@ impl<'a> Turn<'a> {
         if pending.requested_by.is_none() {
             pending.requested_by = self.ctx.requester();
         }
+        self.inner.expiry.stamp(&mut pending);
         self.conversation.pending_approval = Some(pending);
         self.conversation.pipeline_state = pipeline;
         self.conversation.status = ConversationStatus::WaitingApproval;
         self.conversation.turn_in_progress = false;
         self.save().await?;
+        self.inner.expiry.wake();
         Ok(self.outcome(response))
     }
 }

@@ -95,5 +95,8 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
         requested_by: None,
         approvers: Vec::new(),
         rule: None,
+        expires_at: None,
+        remind_at: None,
+        reminded: false,
     }
 }

@@ -228,6 +228,9 @@ fn add_waiting_for_approval(
         requested_by: None,
         approvers: Vec::new(),
         rule: None,
+        expires_at: None,
+        remind_at: None,
+        reminded: false,
     };
     (messages, pending)
 }
