@@ -263,6 +263,8 @@ mod tests {
             decided_by: actor(Some("Alice Approver"), Some("approver"), Some("web")),
             decided_at: at(0),
             reason: reason.map(str::to_string),
+            edited_arguments: None,
+            remembered: None,
         };
         let list = vec![
             decision(1, true, None),

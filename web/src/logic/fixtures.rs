@@ -69,6 +69,7 @@ pub fn conversation(messages: Vec<Message>, updated: i64) -> Conversation {
         turn_in_progress: false,
         owner: None,
         decisions: Vec::new(),
+        grants: Vec::new(),
         created_at: at(0),
         updated_at: at(updated),
     }
@@ -95,6 +96,7 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
         requested_by: None,
         approvers: Vec::new(),
         rule: None,
+        no_edit: false,
         expires_at: None,
         remind_at: None,
         reminded: false,

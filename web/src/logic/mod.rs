@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod auth;
+pub mod choices;
 pub mod errors;
 pub mod events;
 pub mod inbox;

@@ -40,6 +40,21 @@ pub fn inbox_path() -> &'static str {
     "/api/events"
 }
 
+/// The REST path (below `/api`) that revokes a conversation's remembered
+/// approvals of `tool`; the tool name is percent-encoded.
+pub fn grant_path(id: Uuid, tool: &str) -> String {
+    let mut encoded = String::with_capacity(tool.len());
+    for b in tool.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                encoded.push(b as char)
+            }
+            _ => encoded.push_str(&format!("%{b:02X}")),
+        }
+    }
+    format!("/conversations/{id}/grants/{encoded}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +91,18 @@ mod tests {
         );
         assert_eq!(events_path(id), format!("/api/conversations/{ID}/events"));
         assert_eq!(inbox_path(), "/api/events");
+    }
+
+    #[test]
+    fn grant_paths_encode_the_tool() {
+        let id = Uuid::parse_str(ID).unwrap();
+        assert_eq!(
+            grant_path(id, "resources_add"),
+            format!("/conversations/{ID}/grants/resources_add")
+        );
+        assert_eq!(
+            grant_path(id, "a/b c"),
+            format!("/conversations/{ID}/grants/a%2Fb%20c")
+        );
     }
 }
