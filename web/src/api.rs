@@ -24,7 +24,7 @@ use uuid::Uuid;
 use crate::logic::errors::RequestError;
 use crate::logic::events::parse_event;
 use crate::logic::inbox::parse_inbox_event;
-use crate::logic::url::{events_path, inbox_path};
+use crate::logic::url::{events_path, grant_path, inbox_path};
 
 /// The REST prefix proxied to the agent.
 const API: &str = "/api";
@@ -125,18 +125,24 @@ pub async fn send_message(id: Uuid, message: String) -> Result<ConversationRespo
     .await
 }
 
-/// `POST /approvals/{uuid}`: approve, or reject with an optional reason.
+/// `POST /approvals/{uuid}` with a decision body (approve, possibly with
+/// edited arguments or remembered; or reject with a reason).
 pub async fn decide(
     uuid: Uuid,
-    approved: bool,
-    reason: Option<String>,
+    body: ApprovalRequest,
 ) -> Result<ConversationResponse, RequestError> {
-    let body = ApprovalRequest {
-        approved: Some(approved),
-        reason: reason.filter(|r| !r.trim().is_empty()),
-        ..ApprovalRequest::default()
-    };
     post(&format!("/approvals/{uuid}"), &body).await
+}
+
+/// `DELETE /conversations/{id}/grants/{tool}`: later calls of the tool
+/// ask again; answers with the conversation.
+pub async fn revoke_grant(id: Uuid, tool: &str) -> Result<ConversationResponse, RequestError> {
+    let response = Request::delete(&format!("{API}{}", grant_path(id, tool)))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| RequestError::Network(e.to_string()))?;
+    read(response).await
 }
 
 /// The state of a live event stream.

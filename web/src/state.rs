@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::api::{self, LiveEvents, LiveStatus};
 use crate::logic::auth::{AuthState, RESEND_KEY, Resend, login_url};
+use crate::logic::choices::{Choice, edit_refusal, request_body};
 use crate::logic::errors::{self, ErrorKind, RequestError, UserError};
 use crate::logic::events::{apply_event, merge_conversation};
 use crate::logic::inbox::{apply_inbox_event, overlay_pending};
@@ -484,8 +485,15 @@ impl AppState {
         }
     }
 
-    /// Approves or rejects the pending approval.
-    pub fn decide(&self, approval: Uuid, approved: bool, reason: Option<String>) {
+    /// Decides the pending approval. With `refused`, a 422 (edited
+    /// arguments the agent would not take) is shown there, in the editor,
+    /// instead of the banner, and the approval stays pending.
+    pub fn decide(
+        &self,
+        approval: Uuid,
+        choice: Choice,
+        refused: Option<RwSignal<Option<String>>>,
+    ) {
         if self.busy.get_untracked() > 0 {
             return;
         }
@@ -493,9 +501,30 @@ impl AppState {
         self.busy.update(|b| *b += 1);
         let this = *self;
         spawn_local(async move {
-            let outcome = api::decide(approval, approved, reason).await;
+            let outcome = api::decide(approval, request_body(choice)).await;
             this.busy.update(|b| *b -= 1);
+            if let (Err(error), Some(refused)) = (&outcome, refused)
+                && let Some(message) = edit_refusal(error)
+            {
+                refused.set(Some(message));
+                return;
+            }
             this.finish(outcome);
+        });
+    }
+
+    /// Revokes the selected conversation's remembered approvals of `tool`.
+    pub fn revoke_grant(&self, tool: String) {
+        let Some(id) = self.selected.get_untracked() else {
+            return;
+        };
+        self.error.set(None);
+        let this = *self;
+        spawn_local(async move {
+            match api::revoke_grant(id, &tool).await {
+                Ok(response) => this.take(response.conversation),
+                Err(error) => this.report_request(&error),
+            }
         });
     }
 

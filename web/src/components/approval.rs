@@ -1,12 +1,16 @@
 //! The approval panel: what the agent wants to do, and Approve / Reject
-//! (with an optional reason).
+//! (with an optional reason), Approve & always allow in this
+//! conversation, and approving with edited arguments (a JSON editor).
 
 use asg_shared::PendingApproval;
+use leptos::html::Textarea;
 use leptos::prelude::*;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::components::args::ArgsTable;
 use crate::logic::auth::actor_label;
+use crate::logic::choices::{Choice, can_edit, editor_text, parse_arguments};
 use crate::logic::events::shows_approval;
 use crate::state::AppState;
 
@@ -36,6 +40,7 @@ fn Panel(approval: PendingApproval) -> impl IntoView {
     let state = expect_context::<AppState>();
     let reason = RwSignal::new(String::new());
     let uuid = approval.uuid;
+    let editable = can_edit(&approval).then(|| approval.tool_args.clone());
     view! {
         <section id="approval-panel" class="approval" aria-labelledby="approval-title">
             {approval_head(approval.remote_agent_name.clone())}
@@ -56,7 +61,7 @@ fn Panel(approval: PendingApproval) -> impl IntoView {
                     }
                 }
             >
-                <ApprovalActions uuid=uuid reason=reason />
+                <ApprovalActions uuid=uuid reason=reason editable=editable.clone() />
             </Show>
         </section>
     }
@@ -115,17 +120,30 @@ fn approval_facts(approval: &PendingApproval) -> impl IntoView + use<> {
     }
 }
 
-/// The optional reason, Reject and Approve.
+/// The optional reason, Reject, Edit arguments (when `editable` holds
+/// the arguments that may be edited), Approve & always allow, Approve.
 #[component]
-fn ApprovalActions(uuid: Uuid, reason: RwSignal<String>) -> impl IntoView {
+fn ApprovalActions(
+    uuid: Uuid,
+    reason: RwSignal<String>,
+    editable: Option<Map<String, Value>>,
+) -> impl IntoView {
     let state = expect_context::<AppState>();
+    let editing = RwSignal::new(false);
     let deciding = move || state.busy.get() > 0;
-    let approve = move |_| state.decide(uuid, true, None);
+    let approve = move |_| state.decide(uuid, Choice::Approve, None);
+    let always = move |_| state.decide(uuid, Choice::ApproveAlways, None);
     let reject = move |_| {
         let text = reason.get_untracked();
-        state.decide(uuid, false, Some(text).filter(|t| !t.trim().is_empty()));
+        state.decide(uuid, Choice::Reject(Some(text)), None);
+    };
+    let offer_edit = editable.is_some();
+    let editor = move || {
+        let args = editable.clone().filter(|_| editing.get())?;
+        Some(view! { <ArgsEditor uuid=uuid args=args editing=editing /> })
     };
     view! {
+        {editor}
         <div class="approval-actions">
             <input
                 id="reject-reason"
@@ -138,9 +156,71 @@ fn ApprovalActions(uuid: Uuid, reason: RwSignal<String>) -> impl IntoView {
             <button id="reject" type="button" class="btn danger" disabled=deciding on:click=reject>
                 "Reject"
             </button>
+            <Show when=move || offer_edit && !editing.get()>
+                <button id="edit-args" type="button" class="btn" on:click=move |_| editing.set(true)>
+                    "Edit arguments"
+                </button>
+            </Show>
+            <button id="approve-always" type="button" class="btn" disabled=deciding on:click=always>
+                "Approve & always allow in this conversation"
+            </button>
             <button id="approve" type="button" class="btn primary" disabled=deciding on:click=approve>
                 "Approve"
             </button>
+        </div>
+    }
+}
+
+/// The JSON editor: the arguments to run instead of the requested ones.
+/// Text that is not a JSON object, and the agent's refusal (a 422: the
+/// tool's schema, or editing not allowed), show under it; it stays open.
+#[component]
+fn ArgsEditor(uuid: Uuid, args: Map<String, Value>, editing: RwSignal<bool>) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let initial = editor_text(&args);
+    let rows = initial.lines().count().clamp(4, 14) + 1;
+    let problem = RwSignal::new(None::<String>);
+    let textarea = NodeRef::<Textarea>::new();
+    let deciding = move || state.busy.get() > 0;
+    let submit = move |_| {
+        let text = textarea
+            .get_untracked()
+            .map(|t| t.value())
+            .unwrap_or_default();
+        match parse_arguments(&text) {
+            Ok(arguments) => {
+                problem.set(None);
+                state.decide(uuid, Choice::ApproveEdited(arguments), Some(problem));
+            }
+            Err(message) => problem.set(Some(message)),
+        }
+    };
+    view! {
+        <div id="args-editor" class="args-editor">
+            <label for="args-json">"Arguments to run (JSON object)"</label>
+            <textarea
+                id="args-json"
+                class="args-json"
+                rows=rows.to_string()
+                spellcheck="false"
+                node_ref=textarea
+                aria-invalid=move || problem.with(Option::is_some).to_string()
+                aria-describedby="args-error"
+                prop:value=initial
+            ></textarea>
+            {move || {
+                problem
+                    .get()
+                    .map(|p| view! { <p id="args-error" class="args-error" role="alert">{p}</p> })
+            }}
+            <div class="args-editor-actions">
+                <button id="cancel-edit" type="button" class="btn" on:click=move |_| editing.set(false)>
+                    "Cancel"
+                </button>
+                <button id="approve-edited" type="button" class="btn primary" disabled=deciding on:click=submit>
+                    "Approve with these arguments"
+                </button>
+            </div>
         </div>
     }
 }

@@ -1,5 +1,6 @@
 //! The chat pane: header (title, status, live state), error banner,
-//! messages, approval panel, working line and composer.
+//! messages, remembered approvals, approval panel, working line and
+//! composer.
 
 use leptos::prelude::*;
 
@@ -7,6 +8,7 @@ use crate::api::LiveStatus;
 use crate::components::approval::ApprovalPanel;
 use crate::components::banner::ErrorBanner;
 use crate::components::composer::{Composer, WorkingLine};
+use crate::components::grants::GrantList;
 use crate::components::messages::MessageList;
 use crate::logic::auth::AuthState;
 use crate::logic::labels::{short_id, status_label};
@@ -40,6 +42,7 @@ pub fn ChatPane() -> impl IntoView {
                 <ErrorBanner />
                 <MessageList />
             </div>
+            <GrantList />
             <ApprovalPanel />
             <WorkingLine />
             <Composer />

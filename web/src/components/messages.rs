@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
 use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
+use crate::logic::choices::{DecisionNotes, decision_notes};
 use crate::logic::json::{Shown, show_text};
 use crate::logic::labels::clock;
 use crate::logic::markdown::render_markdown;
@@ -286,15 +287,27 @@ fn result_label(exchange: &ToolExchange) -> &'static str {
     }
 }
 
-/// Whether the call's approval was decided (approved?) and the line that
-/// says by whom.
-fn decided(state: AppState, approval: Option<Uuid>) -> Memo<Option<(bool, String)>> {
+/// A decided approval as its tool card shows it.
+#[derive(Debug, Clone, PartialEq)]
+struct Decided {
+    approved: bool,
+    label: String,
+    notes: DecisionNotes,
+}
+
+/// Whether the call's approval was decided: approved?, the line that says
+/// by whom, and whether the arguments were edited or the tool remembered.
+fn decided(state: AppState, approval: Option<Uuid>) -> Memo<Option<Decided>> {
     Memo::new(move |_| {
         let approval = approval?;
         state.conversation.with(|c| {
             c.as_ref()
                 .and_then(|c| decision_for(&c.decisions, approval))
-                .map(|d| (d.approved, decision_label(d)))
+                .map(|d| Decided {
+                    approved: d.approved,
+                    label: decision_label(d),
+                    notes: decision_notes(d),
+                })
         })
     })
 }
@@ -334,12 +347,34 @@ fn ToolHead(
     }
 }
 
-/// Who decided the call's approval, and how.
-fn decided_by((approved, label): (bool, String)) -> impl IntoView {
+/// Who decided the call's approval, and how: edited arguments (and the
+/// ones that ran), remembered for the conversation.
+fn decided_by(decided: Decided) -> impl IntoView {
+    let Decided {
+        approved,
+        label,
+        notes,
+    } = decided;
     view! {
         <p class="tool-decided-by" class:approved=approved class:rejected=!approved>
             {label}
+            {notes
+                .edited
+                .map(|note| view! { <span class="chip tool-edited">{note}</span> })}
+            {notes
+                .remembered
+                .map(|note| view! { <span class="chip tool-remembered">{note}</span> })}
         </p>
+        {notes
+            .edited_arguments
+            .map(|shown| {
+                view! {
+                    <div class="tool-edited-args">
+                        <span class="muted">"Ran with: "</span>
+                        <ShownValue shown=shown multiline=false open=false />
+                    </div>
+                }
+            })}
     }
 }
 

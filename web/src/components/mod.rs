@@ -5,5 +5,6 @@ pub mod args;
 pub mod banner;
 pub mod chat;
 pub mod composer;
+pub mod grants;
 pub mod messages;
 pub mod sidebar;

@@ -1,0 +1,71 @@
+//! "Always allowed here": the selected conversation's remembered
+//! approvals, who gave them, and Revoke (later calls ask again).
+
+use leptos::prelude::*;
+
+use crate::logic::choices::{can_revoke, grant_label, granted_tools};
+use crate::state::AppState;
+
+/// `#grants`, while the selected conversation has remembered approvals.
+#[component]
+pub fn GrantList() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let grants = Memo::new(move |_| {
+        state.conversation.with(|c| {
+            c.as_ref()
+                .map(|c| {
+                    granted_tools(&c.grants)
+                        .into_iter()
+                        .map(|g| (g.tool.clone(), grant_label(g)))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    });
+    view! {
+        <Show when=move || !grants.with(Vec::is_empty)>
+            <section id="grants" class="grants" aria-label="Always allowed in this conversation">
+                <span class="grants-title">"Always allowed here:"</span>
+                <ul class="grant-list">
+                    <For
+                        each=move || grants.get()
+                        key=|grant| grant.clone()
+                        children=|(tool, label)| view! { <GrantItem tool=tool label=label /> }
+                    />
+                </ul>
+            </section>
+        </Show>
+    }
+}
+
+/// One tool that runs without asking, with Revoke for those who may.
+#[component]
+fn GrantItem(tool: String, label: String) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let may_revoke = move || {
+        let owner = state
+            .conversation
+            .with(|c| c.as_ref().and_then(|c| c.owner.clone()));
+        state.auth.with(|a| can_revoke(a, owner.as_deref()))
+    };
+    let revoke = {
+        let tool = tool.clone();
+        move |_| state.revoke_grant(tool.clone())
+    };
+    let aria = format!("Revoke: {tool} asks again");
+    view! {
+        <li class="grant" data-tool=tool>
+            <span class="grant-label">{label}</span>
+            <Show when=may_revoke>
+                <button
+                    type="button"
+                    class="btn small grant-revoke"
+                    aria-label=aria.clone()
+                    on:click=revoke.clone()
+                >
+                    "Revoke"
+                </button>
+            </Show>
+        </li>
+    }
+}
