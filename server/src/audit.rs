@@ -40,6 +40,10 @@ pub struct AuditLine<'a> {
     pub tool: &'a str,
     /// `sha256:` of the arguments' JSON.
     pub arguments_sha256: String,
+    /// `sha256:` of the arguments the approver ran instead (decision
+    /// lines of an edited approval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edited_arguments_sha256: Option<String>,
     /// `approved`, `rejected` or `canceled` (decision lines); `allowed`
     /// or `denied` (policy lines).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,6 +73,7 @@ impl<'a> AuditLine<'a> {
             rule: approval.rule.as_deref(),
             tool: &approval.tool_name,
             arguments_sha256: arguments_hash(&approval.tool_args),
+            edited_arguments_sha256: None,
             decision: None,
             by: None,
             requested_by: approval.requested_by.as_ref(),
@@ -96,6 +101,7 @@ impl<'a> AuditLine<'a> {
             rule: Some(rule),
             tool,
             arguments_sha256: arguments_hash(arguments),
+            edited_arguments_sha256: None,
             decision: Some(if allowed { "allowed" } else { "denied" }),
             by: None,
             requested_by: None,

@@ -161,6 +161,56 @@ pub struct ApprovalDecision {
     /// The reason given, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The arguments the approver ran instead of the requested ones (the
+    /// requested ones stay in the approval and the call message).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<Map<String, Value>>,
+    /// The grant this approval also gave, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remembered: Option<GrantScope>,
+}
+
+/// How far a remembered approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum GrantScope {
+    /// Every later call of the tool in this conversation.
+    Conversation,
+    /// Later calls of the tool with equal arguments.
+    SameArguments,
+}
+
+/// A remembered approval: later calls it covers run without asking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Grant {
+    /// The tool (or sub-agent).
+    pub tool: String,
+    /// How far it reaches.
+    pub scope: GrantScope,
+    /// `same_arguments`: the arguments a call must carry.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// The approval that gave it.
+    pub approval_uuid: Uuid,
+    /// Who gave it.
+    pub granted_by: Actor,
+    /// When.
+    pub granted_at: DateTime<Utc>,
+}
+
+impl Grant {
+    /// Whether a call of `tool` with `arguments` is covered.
+    pub fn covers(&self, tool: &str, arguments: &Map<String, Value>) -> bool {
+        self.tool == tool
+            && match self.scope {
+                GrantScope::Conversation => true,
+                GrantScope::SameArguments => self.arguments.as_ref() == Some(arguments),
+            }
+    }
 }
 
 /// A destructive call stopped for a human decision.
@@ -210,6 +260,10 @@ pub struct PendingApproval {
     /// tool)`), when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// The arguments may not be edited before approving (the rule's
+    /// `edit: false`, or a proxy approval: edit on the sub-agent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_edit: bool,
     /// When it is rejected as expired if still undecided
     /// (`approval.expires_after`, or its rule's), fixed when it was
     /// raised: a configuration change or a restart does not move it.
@@ -276,6 +330,10 @@ pub struct Conversation {
     /// Every decided approval, oldest first: who decided, when, why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<ApprovalDecision>,
+    /// Remembered approvals (`"remember"` on an approval); revoked with
+    /// `DELETE /conversations/{id}/grants/{tool}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<Grant>,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.

@@ -12,6 +12,6 @@ pub mod events;
 pub mod rest;
 
 pub use conversation::{
-    Actor, ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Message,
-    PendingApproval, PipelineState, Role, ToolCall, ToolResult,
+    Actor, ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Grant, GrantScope,
+    Message, PendingApproval, PipelineState, Role, ToolCall, ToolResult,
 };

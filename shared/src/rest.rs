@@ -88,6 +88,16 @@ pub struct ApprovalRequest {
     /// Optional reason, recorded in the conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Approve with these arguments instead of the requested ones
+    /// (checked against the tool's input schema first).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Also approve later calls: `"conversation"` (every call of the tool
+    /// in this conversation) or `"same_arguments"` (only with equal
+    /// arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remember: Option<crate::conversation::GrantScope>,
 }
 
 impl ApprovalRequest {
@@ -120,8 +130,20 @@ impl ApprovalRequest {
             [] => Err("body must carry a decision: {\"approved\": true|false}, \
                  {\"action\": \"approve\"|\"reject\"} or {\"answer\": \"yes\"|\"no\"}"
                 .to_string()),
-            [first, rest @ ..] if rest.iter().all(|d| d == first) => Ok(*first),
+            [first, rest @ ..] if rest.iter().all(|d| d == first) => {
+                self.check_extras(*first)?;
+                Ok(*first)
+            }
             _ => Err("the body carries contradictory decisions".to_string()),
+        }
+    }
+
+    /// `arguments` and `remember` only go with an approval.
+    fn check_extras(&self, approve: bool) -> Result<(), String> {
+        match (approve, &self.arguments, &self.remember) {
+            (false, Some(_), _) => Err("`arguments` only go with an approval".into()),
+            (false, _, Some(_)) => Err("`remember` only goes with an approval".into()),
+            _ => Ok(()),
         }
     }
 }

@@ -289,6 +289,7 @@ mod tests {
             turn_in_progress: false,
             owner: None,
             decisions: Vec::new(),
+            grants: Vec::new(),
             created_at: now,
             updated_at: now,
         }
@@ -314,6 +315,7 @@ mod tests {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            no_edit: false,
             expires_at: None,
             remind_at: None,
             reminded: false,

@@ -387,6 +387,7 @@ pub(crate) fn engine_error(error: &EngineError) -> RpcError {
         EngineError::ConversationNotFound(id) => RpcError::task_not_found(&id.to_string()),
         EngineError::ApprovalNotFound(_)
         | EngineError::InvalidInput(_)
+        | EngineError::GrantNotFound { .. }
         | EngineError::Completed(_) => RpcError::invalid_params(error.to_string()),
         EngineError::AlreadyResolved { uuid, conversation } => RpcError::invalid_params(format!(
             "approval {uuid} was already decided; the task is now {}",

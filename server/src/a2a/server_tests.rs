@@ -85,6 +85,7 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            no_edit: false,
             expires_at: None,
             remind_at: None,
             reminded: false,
@@ -93,6 +94,7 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
         turn_in_progress: false,
         owner: None,
         decisions: Vec::new(),
+        grants: Vec::new(),
         created_at: now,
         updated_at: now,
     };

@@ -10,6 +10,7 @@ use axum::response::Response;
 use super::error::ApiError;
 use super::extract::{Caller, Ctx, parse_json, parse_uuid};
 use super::{AppState, conversation_response};
+use crate::engine::Choice;
 
 /// Approves or rejects a pending approval; approval runs the stored call.
 #[utoipa::path(post, path = "/approvals/{uuid}", tag = "approvals",
@@ -18,6 +19,8 @@ use super::{AppState, conversation_response};
         ("approved" = (value = json!({"approved": true}))),
         ("action" = (value = json!({"action": "reject", "reason": "not now"}))),
         ("answer" = (value = json!({"answer": "yes"}))),
+        ("edited" = (value = json!({"approved": true, "arguments": {"name": "web-1", "value": 40}}))),
+        ("remember" = (value = json!({"approved": true, "remember": "conversation"}))),
     )),
     responses(
         (status = 200, description = "Decision applied; the call ran once (approve) or was cancelled (reject)", body = ConversationResponse,
@@ -30,7 +33,9 @@ use super::{AppState, conversation_response};
             example = json!({"error": {"code": "approval_resolved", "message": "approval f83d7736-9d7f-4ec0-a960-8d636a22df6d was already resolved",
                 "conversation": {"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "status": "active", "messages": ["…"]}}})),
         (status = 415, description = "A body that is not declared `application/json`", body = ErrorBody),
-        (status = 422, description = "No decision, or an unknown one", body = ErrorBody),
+        (status = 403, description = "The caller may not decide this approval (not an approver, four-eyes, or not among a rule's `approvers`)", body = ErrorBody),
+        (status = 422, description = "No decision, an unknown one, edited arguments that break the tool's input schema (the message names the field), or editing where it is not allowed", body = ErrorBody,
+            example = json!({"error": {"code": "invalid_request", "message": "invalid edited arguments: arguments.value: \"forty\" is not of type \"integer\""}})),
         (status = 502, description = "The model failed after the decision was applied", body = ErrorBody),
     ))]
 pub async fn approvals_resolve(
@@ -44,15 +49,38 @@ pub async fn approvals_resolve(
     let approve = request.decision().map_err(|message| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
     })?;
+    let choice = Choice {
+        arguments: request.arguments,
+        remember: request.remember,
+    };
     let outcome = state
         .engine
-        .resolve_approval(uuid, &ctx, approve, request.reason)
+        .resolve_approval_with(uuid, &ctx, approve, request.reason, choice)
         .await?;
     Ok(conversation_response(
         StatusCode::OK,
         outcome.conversation,
         Some(outcome.result),
     ))
+}
+
+/// Revokes a conversation's remembered approvals of one tool: its later
+/// calls ask again.
+#[utoipa::path(delete, path = "/conversations/{id}/grants/{tool}", tag = "approvals",
+    params(("id" = String, Path, description = "Conversation UUID"), ("tool" = String, Path, description = "Tool name")),
+    responses(
+        (status = 200, description = "Revoked; the conversation without them", body = ConversationResponse),
+        (status = 403, description = "Neither the owner nor an approver", body = ErrorBody),
+        (status = 404, description = "Unknown conversation, or no remembered approval of this tool", body = ErrorBody),
+    ))]
+pub async fn grants_revoke(
+    State(state): State<AppState>,
+    Path((id, tool)): Path<(String, String)>,
+    Ctx(ctx): Ctx,
+) -> Result<Response, ApiError> {
+    let id = parse_uuid("conversation id", &id)?;
+    let conversation = state.engine.revoke_grants(id, &ctx, &tool).await?;
+    Ok(conversation_response(StatusCode::OK, conversation, None))
 }
 
 /// Lists pending approvals across conversations, oldest first.

@@ -53,9 +53,9 @@ impl From<EngineError> for ApiError {
     fn from(error: EngineError) -> ApiError {
         let message = error.to_string();
         match error {
-            EngineError::ConversationNotFound(_) | EngineError::ApprovalNotFound(_) => {
-                ApiError::not_found(message)
-            }
+            EngineError::ConversationNotFound(_)
+            | EngineError::ApprovalNotFound(_)
+            | EngineError::GrantNotFound { .. } => ApiError::not_found(message),
             EngineError::WaitingApproval(pending) => ApiError {
                 approval: Some(pending),
                 ..ApiError::new(StatusCode::CONFLICT, "waiting_approval", message)

@@ -23,7 +23,7 @@ use asg_shared::rest::TurnResult;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router, middleware};
 
 use crate::engine::Engine;
@@ -112,6 +112,10 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals", get(approvals::approvals_index))
         .route("/events", get(inbox::inbox_events))
         .route("/approvals/{uuid}", post(approvals::approvals_resolve))
+        .route(
+            "/conversations/{id}/grants/{tool}",
+            delete(approvals::grants_revoke),
+        )
         .merge(crate::a2a::server::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -154,6 +154,7 @@ mod tests {
             turn_in_progress: false,
             owner: Some(owner.into()),
             decisions: vec![],
+            grants: Vec::new(),
             created_at: Utc::now(),
             updated_at: Utc::now(),
         }
@@ -176,6 +177,7 @@ mod tests {
             requested_by: Some(actor(&who(requester, &[]), None, "rest")),
             approvers: Vec::new(),
             rule: None,
+            no_edit: false,
             expires_at: None,
             remind_at: None,
             reminded: false,

@@ -42,6 +42,9 @@ pub struct RuleConfig {
     /// decide (besides the approver role); empty: any approver.
     #[serde(default)]
     pub approvers: Vec<String>,
+    /// `ask` only: `false` forbids approving with edited arguments.
+    #[serde(default = "default_true")]
+    pub edit: bool,
     /// `ask` only: an approval this rule asked for and still undecided
     /// after this long is rejected as expired (wins over
     /// `approval.expires_after`).
@@ -109,6 +112,15 @@ pub fn validate_rules(rules: &[RuleConfig]) -> Result<(), (String, String)> {
                 "must name a tool (`*` matches any run of characters)".into(),
             ));
         }
+        if !rule.edit && rule.action != RuleAction::Ask {
+            return Err((
+                at("edit"),
+                format!(
+                    "only applies to `action: ask`, not `{}`",
+                    rule.action.as_str()
+                ),
+            ));
+        }
         if !rule.approvers.is_empty() && rule.action != RuleAction::Ask {
             return Err((
                 at("approvers"),
@@ -132,6 +144,10 @@ pub fn validate_rules(rules: &[RuleConfig]) -> Result<(), (String, String)> {
         }
     }
     Ok(())
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn validate_condition(condition: &ConditionConfig) -> Result<(), String> {

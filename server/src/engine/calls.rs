@@ -316,6 +316,7 @@ pub fn proxy_approval(
         requested_by: None,
         approvers: Vec::new(),
         rule: None,
+        no_edit: true,
         expires_at: None,
         remind_at: None,
         reminded: false,

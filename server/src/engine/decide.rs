@@ -1,6 +1,6 @@
 //! "Does this call run, ask, or get refused, and why": one pure function
 //! of the call, what the node was offered, the tool's gate, the node's
-//! place in the tree and `approval.rules`. Everything that gates a call
+//! place in the tree, `approval.rules` and the conversation's grants. Everything that gates a call
 //! (`llm_node::plan`, the `a2a` node step) asks it; its table of cases is
 //! the unit test below.
 //!
@@ -8,8 +8,12 @@
 //! built-in `exit_loop` ends the loop; the first matching rule decides
 //! (`deny` refuses, `allow` runs, `ask` stops for a human — or refuses
 //! where the node cannot pause); otherwise the tool's gate (hints,
-//! `always` / `never`) and the node's place decide.
+//! `always` / `never`) and the node's place decide. A call that would ask
+//! runs instead when a remembered approval of the conversation covers it
+//! — unless the rule that asks names `approvers` (a grant never widens
+//! who decides).
 
+use asg_shared::Grant;
 use serde_json::{Map, Value};
 
 use super::llm_node::{EXIT_LOOP_TOOL, Gate};
@@ -28,6 +32,8 @@ pub struct CallFacts<'a> {
     /// The tool's own gate (`destructive_hint` after `always` / `never`);
     /// None when no tool has this name.
     pub gated: Option<bool>,
+    /// The conversation's remembered approvals.
+    pub grants: &'a [Grant],
 }
 
 /// What happens to the call.
@@ -60,6 +66,8 @@ pub struct Decision {
     pub reason: String,
     /// The rule that decided (`approval.rules[N] (action tool)`).
     pub rule: Option<String>,
+    /// `Ask`: the rule forbids approving with edited arguments.
+    pub no_edit: bool,
 }
 
 impl Decision {
@@ -68,12 +76,37 @@ impl Decision {
             verdict,
             reason: reason.into(),
             rule: None,
+            no_edit: false,
         }
     }
 }
 
 /// Decides one call (see the module docs for the order).
 pub fn decide(call: CallFacts<'_>, gate: &Gate, rules: &ApprovalRules) -> Decision {
+    let decision = judge(call, gate, rules);
+    let Verdict::Ask { approvers } = &decision.verdict else {
+        return decision;
+    };
+    match call
+        .grants
+        .iter()
+        .find(|g| g.covers(call.tool, call.arguments))
+    {
+        Some(grant) if approvers.is_empty() => Decision {
+            verdict: Verdict::Run,
+            reason: format!(
+                "covered by the approval {} remembered by {} for this conversation",
+                grant.approval_uuid, grant.granted_by.subject
+            ),
+            rule: Some(format!("grant {}", grant.approval_uuid)),
+            no_edit: false,
+        },
+        _ => decision,
+    }
+}
+
+/// The decision before grants.
+fn judge(call: CallFacts<'_>, gate: &Gate, rules: &ApprovalRules) -> Decision {
     if !call.offered {
         return Decision::new(Verdict::NotOffered, "not offered to this node");
     }
@@ -104,6 +137,7 @@ pub fn decide(call: CallFacts<'_>, gate: &Gate, rules: &ApprovalRules) -> Decisi
             }
         };
         decision.rule = Some(label);
+        decision.no_edit = !rule.edit;
         return decision;
     }
     match (gated, gate) {
@@ -208,6 +242,7 @@ approval:
                 arguments: &arguments,
                 offered,
                 gated,
+                grants: &[],
             };
             let decision = decide(call, &gate, &rules);
             assert_eq!(decision.verdict, verdict, "{tool} {arguments:?} {gate:?}");
@@ -222,5 +257,60 @@ approval:
                 "{decision:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_grant_runs_what_would_ask_but_never_what_a_rule_reserves_or_denies() {
+        let rules = rules();
+        let grant = |tool: &str| Grant {
+            tool: tool.into(),
+            scope: asg_shared::GrantScope::Conversation,
+            arguments: None,
+            approval_uuid: uuid::Uuid::nil(),
+            granted_by: asg_shared::Actor {
+                subject: "alice".into(),
+                name: None,
+                role: None,
+                via: None,
+            },
+            granted_at: chrono::Utc::now(),
+        };
+        let grants = [grant("resources_add"), grant("resources_list")];
+        let judge = |tool: &str, arguments: Value| {
+            let arguments = arguments.as_object().cloned().unwrap();
+            let call = CallFacts {
+                tool,
+                arguments: &arguments,
+                offered: true,
+                gated: Some(tool != "resources_list"),
+                grants: &grants,
+            };
+            decide(call, &approve(), &rules)
+        };
+        let covered = judge("resources_add", json!({"value": 1}));
+        assert_eq!(covered.verdict, Verdict::Run);
+        assert!(
+            covered.reason.contains("remembered by alice"),
+            "{covered:?}"
+        );
+        assert_eq!(
+            covered.rule.as_deref(),
+            Some("grant 00000000-0000-0000-0000-000000000000")
+        );
+        // A rule naming approvers still asks them.
+        assert_eq!(
+            judge("resources_add", json!({"value": 5000})).verdict,
+            ask(&["sre"])
+        );
+        // A deny stays a deny.
+        assert_eq!(
+            judge("resources_list", json!({"pattern": "secret"})).verdict,
+            Verdict::Refuse
+        );
+        // Another tool is not covered.
+        assert_eq!(
+            judge("resources_remove", json!({"pattern": "x"})).verdict,
+            ask(&[])
+        );
     }
 }

@@ -394,6 +394,7 @@ mod tests {
             turn_in_progress: false,
             owner: None,
             decisions: Vec::new(),
+            grants: Vec::new(),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
         };

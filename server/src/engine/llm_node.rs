@@ -6,7 +6,9 @@
 //! each step) in sequential context, or into a buffer for a `parallel`
 //! branch. The node keeps its own copy to build the model history.
 
-use asg_shared::{ApprovalState, Message, PendingApproval, Role, ToolCall, ToolResult};
+use std::sync::Arc;
+
+use asg_shared::{ApprovalState, Grant, Message, PendingApproval, Role, ToolCall, ToolResult};
 use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::json;
@@ -84,6 +86,8 @@ pub struct Invocation<'a> {
     pub gate: Gate,
     /// Offer `exit_loop`.
     pub exit_loop: bool,
+    /// The conversation's remembered approvals.
+    pub grants: Arc<[Grant]>,
 }
 
 /// How one call of a step is handled: as decided (`decide.rs`), with the
@@ -141,7 +145,13 @@ pub async fn run(
             run.record(new_message(Role::Assistant, text.clone()));
             return Ok(NodeOutcome::Answered(text));
         }
-        let plans = plan(inner, run.step.gate, &tools, &response.tool_calls);
+        let plans = plan(
+            inner,
+            run.step.gate,
+            &tools,
+            &run.inv.grants,
+            &response.tool_calls,
+        );
         run.record_calls(&response, &plans);
         match run.perform_all(response.tool_calls, plans).await {
             StepEnd::Paused(pending) => return Ok(NodeOutcome::Paused(pending)),
@@ -314,6 +324,7 @@ impl Step<'_> {
                 let mut pending = self.gated(uuid.unwrap_or_else(Uuid::new_v4), call);
                 pending.approvers = approvers;
                 pending.rule = decision.rule;
+                pending.no_edit = decision.no_edit;
                 return Performed::Paused(Box::new(pending));
             }
         };
@@ -364,6 +375,7 @@ impl Step<'_> {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            no_edit: false,
             expires_at: None,
             remind_at: None,
             reminded: false,
@@ -403,7 +415,13 @@ fn not_offered_text(inner: &Inner, name: &str) -> String {
 
 /// How each call of a step is handled (`decide.rs`); after a call that
 /// stops for approval, the rest of the step is skipped.
-fn plan(inner: &Inner, gate: &Gate, offered: &[ToolSpec], calls: &[LlmToolCall]) -> Vec<Plan> {
+fn plan(
+    inner: &Inner,
+    gate: &Gate,
+    offered: &[ToolSpec],
+    grants: &[Grant],
+    calls: &[LlmToolCall],
+) -> Vec<Plan> {
     let mut gated = false;
     calls
         .iter()
@@ -416,6 +434,7 @@ fn plan(inner: &Inner, gate: &Gate, offered: &[ToolSpec], calls: &[LlmToolCall])
                 arguments: &call.arguments,
                 offered: offered.iter().any(|tool| tool.name == call.name),
                 gated: inner.tool(&call.name).map(|info| info.destructive_hint),
+                grants,
             };
             let decision = decide(facts, gate, &inner.rules);
             let uuid = matches!(decision.verdict, Verdict::Ask { .. }).then(Uuid::new_v4);

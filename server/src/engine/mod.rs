@@ -21,11 +21,13 @@
 pub mod approval;
 mod calls;
 pub mod catalog;
+pub mod choice;
 pub mod decide;
 mod expiry;
 mod history;
 mod index;
 mod llm_node;
+pub mod pin;
 mod reconcile;
 pub mod rules;
 mod run;
@@ -52,6 +54,7 @@ use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
 use crate::store::Store;
 use catalog::{LiveCatalog, ToolCatalog};
+pub use choice::Choice;
 
 pub use expiry::{EXPIRY_ROLE, EXPIRY_SUBJECT, ExpiryPolicy, expiry_actor, is_expiry};
 pub use history::HistoryBudget;
@@ -120,6 +123,14 @@ pub enum EngineError {
     /// The caller may not do this; says why.
     #[error("{0}")]
     Forbidden(String),
+    /// No remembered approval of this tool in the conversation.
+    #[error("conversation {conversation} has no remembered approval of {tool:?}")]
+    GrantNotFound {
+        /// The conversation.
+        conversation: Uuid,
+        /// The tool asked for.
+        tool: String,
+    },
     /// Too many event streams are open.
     #[error("{}", match .0 {
         SubscribersFull::Conversation(n) => format!("this conversation already has {n} open event streams (limits.max_subscribers_per_conversation); close one and retry"),
@@ -424,6 +435,21 @@ impl Engine {
         approve: bool,
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
+        self.resolve_approval_with(uuid, ctx, approve, reason, Choice::default())
+            .await
+    }
+
+    /// [`Engine::resolve_approval`] with an approver's extras: edited
+    /// arguments (checked against the tool's schema: `InvalidInput`
+    /// otherwise) and a grant for later calls.
+    pub async fn resolve_approval_with(
+        &self,
+        uuid: Uuid,
+        ctx: &RequestContext,
+        approve: bool,
+        reason: Option<String>,
+        choice: Choice,
+    ) -> Result<TurnOutcome, EngineError> {
         let slot = self
             .inner
             .index
@@ -431,8 +457,52 @@ impl Engine {
             .and_then(|id| self.inner.index.get(id))
             .ok_or(EngineError::ApprovalNotFound(uuid))?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
-        self.spawn_turn(async move { decision_turn(inner, slot, ctx, uuid, approve, reason).await })
+        let request = DecisionRequest {
+            uuid,
+            approve,
+            reason,
+            choice,
+        };
+        self.spawn_turn(async move { decision_turn(inner, slot, ctx, request).await })
             .await
+    }
+
+    /// Revokes the conversation's remembered approvals of `tool`: later
+    /// calls ask again. Its owner or an approver who can read it may;
+    /// [`EngineError::GrantNotFound`] when none covers `tool`.
+    pub async fn revoke_grants(
+        &self,
+        id: Uuid,
+        ctx: &RequestContext,
+        tool: &str,
+    ) -> Result<Arc<Conversation>, EngineError> {
+        let slot = self.slot(id)?;
+        let _guard = slot.lock().await;
+        let mut conversation = (*slot.snapshot()).clone();
+        let caller = ctx.caller();
+        if !policy::can_read(&caller, &conversation) {
+            return Err(EngineError::ConversationNotFound(id));
+        }
+        if !policy::can_continue(&caller, &conversation) && !caller.has(crate::auth::Role::Approver)
+        {
+            return Err(EngineError::Forbidden(format!(
+                "revoking a grant needs the conversation's owner or an approver; {} is neither",
+                caller.subject
+            )));
+        }
+        let before = conversation.grants.len();
+        conversation.grants.retain(|grant| grant.tool != tool);
+        if conversation.grants.len() == before {
+            return Err(EngineError::GrantNotFound {
+                conversation: id,
+                tool: tool.to_string(),
+            });
+        }
+        tracing::info!(conversation = %id, tool, by = %caller.subject, "grant revoked");
+        Turn::new(self.inner.clone(), &slot, conversation, ctx)
+            .save()
+            .await?;
+        Ok(slot.snapshot())
     }
 
     /// Cancels a conversation that waits for approval: the pending call is
@@ -558,6 +628,7 @@ async fn create_turn(
         turn_in_progress: false,
         owner: ctx.requester().map(|actor| actor.subject),
         decisions: Vec::new(),
+        grants: Vec::new(),
         created_at: now,
         updated_at: now,
     };
@@ -598,14 +669,26 @@ async fn send_turn(
     settle(&inner, &slot, result).await
 }
 
+/// A decision as asked for.
+struct DecisionRequest {
+    uuid: Uuid,
+    approve: bool,
+    reason: Option<String>,
+    choice: Choice,
+}
+
 async fn decision_turn(
     inner: Arc<Inner>,
     slot: Arc<Slot>,
     ctx: RequestContext,
-    uuid: Uuid,
-    approve: bool,
-    reason: Option<String>,
+    request: DecisionRequest,
 ) -> Result<TurnOutcome, EngineError> {
+    let DecisionRequest {
+        uuid,
+        approve,
+        reason,
+        choice,
+    } = request;
     let _guard = slot.lock().await;
     let conversation = (*slot.snapshot()).clone();
     let Some(pending) = approval::resolvable(&conversation, uuid).cloned() else {
@@ -618,6 +701,9 @@ async fn decision_turn(
     let role = policy::can_decide(&caller, &pending, inner.policy.separate_approver)
         .map_err(|refusal| EngineError::Forbidden(refusal.to_string()))?;
     let decided_by = policy::actor(&caller, Some(role), ctx.via);
+    choice
+        .check(&pending, inner.tool(&pending.tool_name).as_ref())
+        .map_err(EngineError::InvalidInput)?;
     slot.emit(ConversationEvent::TurnStarted);
     let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
     let decision = Decision {
@@ -625,7 +711,7 @@ async fn decision_turn(
         reason,
         by: decided_by,
     };
-    let result = turn.run_decision(pending, decision).await;
+    let result = turn.run_decision_with(pending, decision, choice).await;
     settle(&inner, &slot, result).await
 }
 

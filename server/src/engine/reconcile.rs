@@ -173,6 +173,7 @@ mod tests {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            no_edit: false,
             expires_at: None,
             remind_at: None,
             reminded: false,

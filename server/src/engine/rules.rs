@@ -25,6 +25,8 @@ pub struct Rule {
     pub action: RuleAction,
     /// Who may decide (`ask`).
     pub approvers: Vec<String>,
+    /// Approving with edited arguments is allowed (`ask`).
+    pub edit: bool,
 }
 
 #[derive(Debug)]
@@ -130,6 +132,7 @@ fn compile_rule(index: usize, rule: &RuleConfig) -> Result<Rule, String> {
         when,
         action: rule.action,
         approvers: rule.approvers.clone(),
+        edit: rule.edit,
     })
 }
 

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use asg_shared::{ApprovalState, Message, PendingApproval, Role, ToolCall};
+use asg_shared::{ApprovalState, Grant, Message, PendingApproval, Role, ToolCall};
 use futures::future::BoxFuture;
 use uuid::Uuid;
 
@@ -77,6 +77,8 @@ pub struct Exec {
     user_message: Arc<str>,
     /// Current iteration of each loop on the current path.
     pub loop_iterations: BTreeMap<String, usize>,
+    /// The conversation's remembered approvals.
+    grants: Arc<[Grant]>,
 }
 
 /// Anything that records messages and knows how many it holds.
@@ -110,7 +112,14 @@ impl Exec {
             session: Arc::new(Mutex::new(session)),
             user_message: Arc::from(user_message),
             loop_iterations,
+            grants: Arc::from(Vec::new()),
         }
+    }
+
+    /// The run with the conversation's remembered approvals.
+    pub fn with_grants(mut self, grants: &[Grant]) -> Exec {
+        self.grants = Arc::from(grants.to_vec());
+        self
     }
 
     /// A copy of the session state.
@@ -191,6 +200,7 @@ impl Exec {
             own,
             gate,
             exit_loop: llm.can_exit_loop,
+            grants: self.grants.clone(),
         };
         let outcome = llm_node::run(
             &self.inner,
@@ -295,6 +305,7 @@ impl Exec {
             let mut pending = call.pending(self.conversation_id, a2a);
             pending.approvers = approvers;
             pending.rule = decision.rule;
+            pending.no_edit = decision.no_edit;
             return Ok(pause(pending));
         }
         let (content, is_error) = match self.delegate(a2a, &call, &decision, &gate).await {
@@ -343,6 +354,7 @@ impl Exec {
                     .tool(&a2a.agent)
                     .is_none_or(|t| t.destructive_hint),
             ),
+            grants: &self.grants,
         };
         let decision = decide(facts, gate, &self.inner.rules);
         let call = Delegation {
@@ -549,6 +561,7 @@ impl Delegation {
             requested_by: None,
             approvers: Vec::new(),
             rule: None,
+            no_edit: false,
             expires_at: None,
             remind_at: None,
             reminded: false,

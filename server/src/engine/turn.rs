@@ -12,8 +12,10 @@ use asg_shared::{
 };
 use async_trait::async_trait;
 use chrono::Utc;
+use serde_json::Value;
 
 use super::calls::{self, CallOutcome};
+use super::choice::Choice;
 use super::index::Slot;
 use super::llm_node::{self, Gate, Invocation, NodeOutcome, Recorder};
 use super::run::{Exec, Failure, Flow, Pause, Resume, Transcript};
@@ -39,6 +41,8 @@ pub(crate) struct Turn<'a> {
     /// The request's context, with the conversation's own session id (so
     /// every outbound call of this conversation carries the same one).
     ctx: RequestContext,
+    /// An approver's edited arguments and grant, on a decision.
+    choice: Choice,
 }
 
 #[async_trait]
@@ -74,6 +78,7 @@ impl<'a> Turn<'a> {
             slot,
             conversation,
             ctx,
+            choice: Choice::default(),
         }
     }
 
@@ -128,9 +133,22 @@ impl<'a> Turn<'a> {
                 Default::default(),
                 &text,
                 Default::default(),
-            );
+            )
+            .with_grants(&self.conversation.grants);
             self.run_pipeline(exec, None).await
         }
+    }
+
+    /// Applies a decision with an approver's extras (edited arguments, a
+    /// grant; checked by the caller with [`Choice::check`]).
+    pub(crate) async fn run_decision_with(
+        mut self,
+        pending: PendingApproval,
+        decision: Decision,
+        choice: Choice,
+    ) -> Result<TurnOutcome, EngineError> {
+        self.choice = choice;
+        self.run_decision(pending, decision).await
     }
 
     /// Applies a decision on `pending`, then lets the tree go on.
@@ -173,6 +191,13 @@ impl<'a> Turn<'a> {
             .remote_agent_name
             .as_deref()
             .unwrap_or(&pending.tool_name);
+        let content = match (approve, self.choice.edited(&pending)) {
+            (true, Some(edited)) => format!(
+                "Note: the approver changed the arguments before approving; the call ran with {}.\n{content}",
+                Value::Object(edited)
+            ),
+            _ => content,
+        };
         let mut result = llm_node::result_message(&pending.call_id, called, content, is_error);
         result.node = pending.node.clone();
         self.conversation.messages.push(result);
@@ -217,7 +242,7 @@ impl<'a> Turn<'a> {
         Ok(if remote {
             calls::forward_decision(&self.inner, &self.ctx, pending, true, None).await
         } else {
-            let args = pending.tool_args.clone();
+            let args = self.choice.arguments_for(pending);
             calls::execute(&self.inner, &self.ctx, &pending.tool_name, args).await
         })
     }
@@ -230,6 +255,11 @@ impl<'a> Turn<'a> {
         decision: &Decision,
         event: &str,
     ) -> Result<(), EngineError> {
+        let edited = self.choice.edited(pending).filter(|_| decision.approve);
+        let remembered = self.choice.remember.filter(|_| decision.approve);
+        if let Some(grant) = remembered.and_then(|_| self.choice.grant(pending, &decision.by)) {
+            self.conversation.grants.push(grant);
+        }
         let (word, outcome) = match (decision.approve, event) {
             (true, _) => ("approved", "executing"),
             (false, "cancel") => ("canceled", "not_run"),
@@ -240,6 +270,7 @@ impl<'a> Turn<'a> {
             line.decision = Some(word);
             line.by = Some(&decision.by);
             line.reason = decision.reason.as_deref();
+            line.edited_arguments_sha256 = edited.as_ref().map(crate::audit::arguments_hash);
             audit.append(&line).map_err(|e| {
                 tracing::error!(error = %e, "cannot write the audit log; the decision is not applied");
                 EngineError::Store(format!("cannot write the audit log: {e}"))
@@ -253,6 +284,8 @@ impl<'a> Turn<'a> {
             decided_by: decision.by.clone(),
             decided_at: Utc::now(),
             reason: decision.reason.clone(),
+            edited_arguments: edited,
+            remembered,
         });
         Ok(())
     }
@@ -316,7 +349,8 @@ impl<'a> Turn<'a> {
             state.session_state.clone(),
             &state.user_message,
             state.loop_iterations.clone(),
-        );
+        )
+        .with_grants(&self.conversation.grants);
         let resume = Resume {
             path: state.paused_node_path.clone(),
             own,
@@ -380,6 +414,7 @@ impl<'a> Turn<'a> {
             own: Vec::new(),
             gate: Gate::Approve,
             exit_loop: false,
+            grants: self.conversation.grants.clone().into(),
         };
         let id = self.conversation.id;
         let ctx = self.ctx.clone();

@@ -48,6 +48,7 @@ fn approval(created_at: DateTime<Utc>) -> PendingApproval {
         requested_by: None,
         approvers: Vec::new(),
         rule: None,
+        no_edit: false,
         expires_at: None,
         remind_at: None,
         reminded: false,
@@ -237,6 +238,7 @@ fn waiting(mut pending: PendingApproval) -> Conversation {
         turn_in_progress: false,
         owner: None,
         decisions: Vec::new(),
+        grants: Vec::new(),
         created_at: now,
         updated_at: now,
     }

@@ -136,6 +136,7 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
         turn_in_progress: false,
         owner: None,
         decisions: Vec::new(),
+        grants: Vec::new(),
         created_at: created,
         updated_at,
     }
@@ -228,6 +229,7 @@ fn add_waiting_for_approval(
         requested_by: None,
         approvers: Vec::new(),
         rule: None,
+        no_edit: false,
         expires_at: None,
         remind_at: None,
         reminded: false,
