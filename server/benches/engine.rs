@@ -139,6 +139,7 @@ async fn start_engine(tree: AgentTree, json_store: bool, dir: &Path) -> Engine {
         max_tool_steps: 10,
         catalog: Default::default(),
         rules: Default::default(),
+        pinning: Default::default(),
         limits: Default::default(),
         policy: Default::default(),
         audit: None,

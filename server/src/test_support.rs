@@ -32,6 +32,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         max_tool_steps: 3,
         catalog: Default::default(),
         rules: Default::default(),
+        pinning: Default::default(),
         limits: Default::default(),
         policy: Default::default(),
         audit: None,

@@ -264,6 +264,15 @@ pub struct PendingApproval {
     /// `edit: false`, or a proxy approval: edit on the sub-agent).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_edit: bool,
+    /// Fingerprint (`sha256:`) of the configuration the paused run
+    /// depends on (its tree, prompts, the tool and its schema), recorded
+    /// when it paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+    /// In listings: the configuration changed since the approval was
+    /// requested (a decision then follows `approval.on_config_change`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub config_changed: bool,
     /// When it is rejected as expired if still undecided
     /// (`approval.expires_after`, or its rule's), fixed when it was
     /// raised: a configuration change or a restart does not move it.

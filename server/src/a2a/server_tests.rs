@@ -86,6 +86,8 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
             approvers: Vec::new(),
             rule: None,
             no_edit: false,
+            config_hash: None,
+            config_changed: false,
             expires_at: None,
             remind_at: None,
             reminded: false,

@@ -75,6 +75,7 @@ impl App {
             max_tool_steps: config.max_tool_steps,
             catalog: tools.catalog,
             rules: tools.rules,
+            pinning: crate::engine::pin::Pinning::from_config(&config),
             limits: engine_limits(&config),
             policy: DecisionPolicy {
                 separate_approver: config.approval.separate_approver,

@@ -237,6 +237,11 @@ pub struct ApprovalConfig {
     /// has waited this long.
     #[serde(default)]
     pub remind_after: Option<ConfigDuration>,
+    /// A decision on an approval whose run depends on configuration that
+    /// changed since it paused: `refuse` (the default: rejected, saying
+    /// the agent changed) or `resume` (goes on; the change is recorded).
+    #[serde(default)]
+    pub on_config_change: OnConfigChange,
     /// Notifications (`notify/`): endpoints POSTed a signed JSON event
     /// when an approval is requested, reminded, decided or expired.
     #[serde(default)]
@@ -257,10 +262,22 @@ impl Default for ApprovalConfig {
             rules: Vec::new(),
             expires_after: None,
             remind_after: None,
+            on_config_change: OnConfigChange::default(),
             webhooks: Vec::new(),
             web_url: None,
         }
     }
+}
+
+/// What a decision does when the configuration changed under its run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConfigChange {
+    /// Reject the approval, saying the agent changed.
+    #[default]
+    Refuse,
+    /// Go on with the current configuration; record the change.
+    Resume,
 }
 
 /// `limits:` section: caps that keep one request, one tool or one peer

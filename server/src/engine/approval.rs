@@ -138,6 +138,8 @@ mod tests {
                 approvers: Vec::new(),
                 rule: None,
                 no_edit: false,
+                config_hash: None,
+                config_changed: false,
                 expires_at: None,
                 remind_at: None,
                 reminded: false,

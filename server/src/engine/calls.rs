@@ -317,6 +317,8 @@ pub fn proxy_approval(
         approvers: Vec::new(),
         rule: None,
         no_edit: true,
+        config_hash: None,
+        config_changed: false,
         expires_at: None,
         remind_at: None,
         reminded: false,

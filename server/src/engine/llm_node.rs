@@ -376,6 +376,8 @@ impl Step<'_> {
             approvers: Vec::new(),
             rule: None,
             no_edit: false,
+            config_hash: None,
+            config_changed: false,
             expires_at: None,
             remind_at: None,
             reminded: false,

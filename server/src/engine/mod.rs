@@ -174,6 +174,8 @@ pub struct EngineParts {
     pub catalog: ToolCatalog,
     /// `approval.rules`, compiled.
     pub rules: rules::ApprovalRules,
+    /// What paused runs are pinned to.
+    pub pinning: pin::Pinning,
     /// Caps on what a turn keeps and sends.
     pub limits: EngineLimits,
     /// Who may decide approvals.
@@ -229,6 +231,7 @@ struct Inner {
     max_tool_steps: usize,
     catalog: LiveCatalog,
     rules: rules::ApprovalRules,
+    pinning: pin::Pinning,
     limits: EngineLimits,
     policy: DecisionPolicy,
     audit: Option<Arc<AuditLog>>,
@@ -275,6 +278,7 @@ impl Engine {
                 max_tool_steps: parts.max_tool_steps,
                 catalog: LiveCatalog::new(parts.tools.clone(), parts.agents.tools(), parts.catalog),
                 rules: parts.rules,
+                pinning: parts.pinning,
                 limits: parts.limits,
                 policy: parts.policy,
                 audit: parts.audit,
@@ -606,6 +610,10 @@ impl Engine {
             .snapshots()
             .into_iter()
             .filter_map(|c| c.pending_approval.clone())
+            .map(|mut pending| {
+                pending.config_changed = self.inner.config_changed(&pending);
+                pending
+            })
             .collect();
         approvals.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.uuid.cmp(&b.uuid)));
         approvals
@@ -711,6 +719,7 @@ async fn decision_turn(
         reason,
         by: decided_by,
     };
+    let decision = inner.pinned(&pending, decision);
     let result = turn.run_decision_with(pending, decision, choice).await;
     settle(&inner, &slot, result).await
 }

@@ -8,10 +8,105 @@
 //! change recorded (`resume`). Pure functions.
 
 use asg_shared::rest::ToolInfo;
+use asg_shared::{Actor, PendingApproval};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::config::{AgentConfig, NodeConfig};
+use super::Inner;
+use super::calls::CallOutcome;
+use super::turn::Decision;
+use crate::config::{AgentConfig, NodeConfig, OnConfigChange};
+
+/// Who refuses a decision whose run's configuration changed.
+pub const CONFIG_SUBJECT: &str = "system:config";
+
+/// What pinning needs: the running configuration's description and the
+/// policy.
+#[derive(Debug, Clone, Default)]
+pub struct Pinning {
+    /// [`tree_description`] of the configuration running now.
+    pub tree: Value,
+    /// `approval.on_config_change`.
+    pub on_change: OnConfigChange,
+}
+
+impl Pinning {
+    /// From the configuration.
+    pub fn from_config(config: &AgentConfig) -> Pinning {
+        Pinning {
+            tree: tree_description(config),
+            on_change: config.approval.on_config_change,
+        }
+    }
+}
+
+impl Inner {
+    /// The fingerprint of what `pending`'s run depends on, now (a proxy
+    /// approval depends on the sub-agent it was delegated to).
+    pub(crate) fn config_hash(&self, pending: &PendingApproval) -> String {
+        let tool = pending
+            .remote_agent_name
+            .as_deref()
+            .unwrap_or(&pending.tool_name);
+        fingerprint(&self.pinning.tree, self.tool(tool).as_ref())
+    }
+
+    /// The configuration changed since `pending` paused.
+    pub(crate) fn config_changed(&self, pending: &PendingApproval) -> bool {
+        pending
+            .config_hash
+            .as_ref()
+            .is_some_and(|pinned| *pinned != self.config_hash(pending))
+    }
+
+    /// A decision on `pending` as `approval.on_config_change` has it: an
+    /// approval of a run whose configuration changed becomes a refusal by
+    /// `system:config` (`refuse`), or goes on with the change noted in
+    /// its reason (`resume`).
+    pub(crate) fn pinned(&self, pending: &PendingApproval, decision: Decision) -> Decision {
+        if !decision.approve || !self.config_changed(pending) {
+            return decision;
+        }
+        tracing::warn!(approval = %pending.uuid, policy = ?self.pinning.on_change, "the configuration changed since this approval was requested");
+        match self.pinning.on_change {
+            OnConfigChange::Refuse => Decision {
+                approve: false,
+                reason: Some(CHANGED.into()),
+                by: Actor {
+                    subject: CONFIG_SUBJECT.into(),
+                    name: None,
+                    role: Some("config".into()),
+                    via: decision.by.via.clone(),
+                },
+            },
+            OnConfigChange::Resume => Decision {
+                reason: Some(
+                    format!("{} [{RESUMED}]", decision.reason.unwrap_or_default())
+                        .trim()
+                        .to_string(),
+                ),
+                ..decision
+            },
+        }
+    }
+}
+
+const CHANGED: &str = "the agent's configuration changed since this approval was requested";
+const RESUMED: &str =
+    "the configuration changed since the request; resumed (approval.on_config_change: resume)";
+
+/// The model's text for a refusal by `system:config`.
+pub(crate) fn reword(outcome: CallOutcome, decision: &Decision) -> CallOutcome {
+    if decision.approve || decision.by.subject != CONFIG_SUBJECT {
+        return outcome;
+    }
+    CallOutcome::Done {
+        content: format!(
+            "Not run: {CHANGED} (approval.on_config_change: refuse). Ask again if it is still wanted."
+        ),
+        is_error: true,
+    }
+}
 
 /// The configuration-dependent part of every run: the tree and the
 /// top-level prompt and model, as canonical JSON.

@@ -164,6 +164,7 @@ impl<'a> Turn<'a> {
             .apply_decision(&mut pending, approve, decision.reason.as_deref())
             .await?;
         let outcome = super::expiry::reword(outcome, &decision, &pending);
+        let outcome = super::pin::reword(outcome, &decision);
         self.audit_outcome(&pending, &outcome);
         let (content, is_error) = match outcome {
             CallOutcome::Done { content, is_error } => (content, is_error),
@@ -513,6 +514,7 @@ impl<'a> Turn<'a> {
             pending.requested_by = self.ctx.requester();
         }
         self.inner.expiry.stamp(&mut pending);
+        pending.config_hash = Some(self.inner.config_hash(&pending));
         self.conversation.pending_approval = Some(pending);
         self.conversation.pipeline_state = pipeline;
         self.conversation.status = ConversationStatus::WaitingApproval;

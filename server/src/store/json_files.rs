@@ -232,6 +232,7 @@ mod tests {
             turn_in_progress: false,
             owner: None,
             decisions: Vec::new(),
+            grants: Vec::new(),
             created_at: now,
             updated_at: now,
         }

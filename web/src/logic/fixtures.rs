@@ -97,6 +97,8 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
         approvers: Vec::new(),
         rule: None,
         no_edit: false,
+        config_hash: None,
+        config_changed: false,
         expires_at: None,
         remind_at: None,
         reminded: false,

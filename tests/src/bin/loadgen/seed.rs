@@ -230,6 +230,8 @@ fn add_waiting_for_approval(
         approvers: Vec::new(),
         rule: None,
         no_edit: false,
+        config_hash: None,
+        config_changed: false,
         expires_at: None,
         remind_at: None,
         reminded: false,
