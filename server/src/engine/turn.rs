@@ -209,7 +209,10 @@ impl<'a> Turn<'a> {
                 self.save().await?;
                 self.run_simple().await
             }
-            Some(state) if !approve => self.cancel_pipeline(&pending, &state).await,
+            Some(state) if !approve => {
+                let why = refusal_word(&decision.by);
+                self.cancel_pipeline(&pending, &state, why).await
+            }
             Some(state) => self.resume_pipeline(&pending, &state).await,
         }
     }
@@ -313,9 +316,10 @@ impl<'a> Turn<'a> {
         mut self,
         pending: &PendingApproval,
         state: &PipelineState,
+        why: &str,
     ) -> Result<TurnOutcome, EngineError> {
         let text = format!(
-            "Pipeline cancelled: {} was rejected, so the remaining steps did not run.",
+            "Pipeline cancelled: {} was {why}, so the remaining steps did not run.",
             pending.tool_name
         );
         let mut message = new_message(Role::Assistant, text.clone());
@@ -522,5 +526,16 @@ impl<'a> Turn<'a> {
         self.save().await?;
         self.inner.expiry.wake();
         Ok(self.outcome(response))
+    }
+}
+
+/// How a refused approval is described when it cancels a pipeline.
+fn refusal_word(by: &Actor) -> &'static str {
+    if super::is_expiry(by) {
+        "not decided in time (expired)"
+    } else if by.subject == super::pin::CONFIG_SUBJECT {
+        "refused because the agent's configuration changed"
+    } else {
+        "rejected"
     }
 }
