@@ -120,16 +120,35 @@ fn approval_facts(approval: &PendingApproval) -> impl IntoView + use<> {
     }
 }
 
-/// The optional reason, Reject, Edit arguments (when `editable` holds
-/// the arguments that may be edited), Approve & always allow, Approve.
+/// The decision buttons, or the JSON editor in their place while the
+/// arguments are edited (`editable` holds them when they may be).
 #[component]
 fn ApprovalActions(
     uuid: Uuid,
     reason: RwSignal<String>,
     editable: Option<Map<String, Value>>,
 ) -> impl IntoView {
-    let state = expect_context::<AppState>();
     let editing = RwSignal::new(false);
+    let offer_edit = editable.is_some();
+    move || match editable.clone().filter(|_| editing.get()) {
+        Some(args) => view! { <ArgsEditor uuid=uuid args=args editing=editing /> }.into_any(),
+        None => view! {
+            <DecisionButtons uuid=uuid reason=reason offer_edit=offer_edit editing=editing />
+        }
+        .into_any(),
+    }
+}
+
+/// The optional reason, Reject, Edit arguments (when `offer_edit`),
+/// Approve & always allow in this conversation, Approve.
+#[component]
+fn DecisionButtons(
+    uuid: Uuid,
+    reason: RwSignal<String>,
+    offer_edit: bool,
+    editing: RwSignal<bool>,
+) -> impl IntoView {
+    let state = expect_context::<AppState>();
     let deciding = move || state.busy.get() > 0;
     let approve = move |_| state.decide(uuid, Choice::Approve, None);
     let always = move |_| state.decide(uuid, Choice::ApproveAlways, None);
@@ -137,13 +156,7 @@ fn ApprovalActions(
         let text = reason.get_untracked();
         state.decide(uuid, Choice::Reject(Some(text)), None);
     };
-    let offer_edit = editable.is_some();
-    let editor = move || {
-        let args = editable.clone().filter(|_| editing.get())?;
-        Some(view! { <ArgsEditor uuid=uuid args=args editing=editing /> })
-    };
     view! {
-        {editor}
         <div class="approval-actions">
             <input
                 id="reject-reason"
@@ -156,7 +169,8 @@ fn ApprovalActions(
             <button id="reject" type="button" class="btn danger" disabled=deciding on:click=reject>
                 "Reject"
             </button>
-            <Show when=move || offer_edit && !editing.get()>
+            <span class="actions-break" aria-hidden="true"></span>
+            <Show when=move || offer_edit>
                 <button id="edit-args" type="button" class="btn" on:click=move |_| editing.set(true)>
                     "Edit arguments"
                 </button>
@@ -173,7 +187,8 @@ fn ApprovalActions(
 
 /// The JSON editor: the arguments to run instead of the requested ones.
 /// Text that is not a JSON object, and the agent's refusal (a 422: the
-/// tool's schema, or editing not allowed), show under it; it stays open.
+/// tool's schema, or editing not allowed), show beside its buttons; it
+/// stays open.
 #[component]
 fn ArgsEditor(uuid: Uuid, args: Map<String, Value>, editing: RwSignal<bool>) -> impl IntoView {
     let state = expect_context::<AppState>();
@@ -182,6 +197,11 @@ fn ArgsEditor(uuid: Uuid, args: Map<String, Value>, editing: RwSignal<bool>) -> 
     let problem = RwSignal::new(None::<String>);
     let textarea = NodeRef::<Textarea>::new();
     let deciding = move || state.busy.get() > 0;
+    request_animation_frame(move || {
+        if let Some(element) = textarea.get_untracked() {
+            let _ = element.focus();
+        }
+    });
     let submit = move |_| {
         let text = textarea
             .get_untracked()
@@ -208,19 +228,20 @@ fn ArgsEditor(uuid: Uuid, args: Map<String, Value>, editing: RwSignal<bool>) -> 
                 aria-describedby="args-error"
                 prop:value=initial
             ></textarea>
+        </div>
+        // Next to the buttons, so it shows however the panel is scrolled.
+        <div class="approval-actions args-editor-actions">
             {move || {
                 problem
                     .get()
                     .map(|p| view! { <p id="args-error" class="args-error" role="alert">{p}</p> })
             }}
-            <div class="args-editor-actions">
-                <button id="cancel-edit" type="button" class="btn" on:click=move |_| editing.set(false)>
-                    "Cancel"
-                </button>
-                <button id="approve-edited" type="button" class="btn primary" disabled=deciding on:click=submit>
-                    "Approve with these arguments"
-                </button>
-            </div>
+            <button id="cancel-edit" type="button" class="btn" on:click=move |_| editing.set(false)>
+                "Cancel"
+            </button>
+            <button id="approve-edited" type="button" class="btn primary" disabled=deciding on:click=submit>
+                "Approve with these arguments"
+            </button>
         </div>
     }
 }
