@@ -18,4 +18,5 @@ pub mod resources;
 pub mod store;
 #[cfg(test)]
 mod test_support;
+pub mod tool_http;
 pub mod web;

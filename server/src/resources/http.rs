@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use axum::Router;
-use axum::routing::get;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
+
 use tokio_util::sync::CancellationToken;
+
+use crate::tool_http;
 
 use super::{FaultInjection, ResourceDb, ResourcesServer};
 
@@ -88,64 +88,32 @@ pub async fn serve_http(
     if faults.crash_on.is_some() || faults.delay.is_some() {
         tracing::warn!(?faults, "test fault injection is enabled");
     }
-    let address = format!("{}:{}", config.host, config.port);
-    let listener = tokio::net::TcpListener::bind(&address)
-        .await
-        .with_context(|| format!("cannot listen on {address}"))?;
-    let bound = listener.local_addr()?;
+    let (listener, bound) = tool_http::bind(&config.host, config.port).await?;
     let cancel = CancellationToken::new();
     let router = router(db, faults, bound, cancel.clone());
     println!(
         "mcp-resources listening on http://{}/mcp (db {})",
-        shown(bound),
+        tool_http::shown(bound),
         config.db_path.display()
     );
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Ends the open MCP sessions (their SSE streams) so the
-            // graceful shutdown does not wait for clients to hang up.
-            cancel.cancel();
-        })
-        .await
-        .context("server error")?;
+    tool_http::serve(listener, router, shutdown, cancel).await?;
     tracing::info!("mcp-resources stopped");
     Ok(())
 }
 
-/// The address to print: loopback for an unspecified bind address.
-fn shown(bound: SocketAddr) -> String {
-    if bound.ip().is_unspecified() {
-        format!("127.0.0.1:{}", bound.port())
-    } else {
-        bound.to_string()
-    }
-}
-
-/// `/mcp` (streamable HTTP) and `GET /health`.
-///
-/// On a loopback address rmcp's `Host` check stays on (DNS rebinding);
-/// on any other address the server is meant to be reached by other
-/// names (compose service names), so the check is off, as in the
-/// reference.
+/// `/mcp` (streamable HTTP, one [`ResourcesServer`] per session over the
+/// shared database) and `GET /health` (`tool_http::router`).
 pub fn router(
     db: Arc<ResourceDb>,
     faults: FaultInjection,
     bound: SocketAddr,
     cancel: CancellationToken,
 ) -> Router {
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
-    if !bound.ip().is_loopback() {
-        config = config.disable_allowed_hosts();
-    }
-    let service = StreamableHttpService::new(
-        move || Ok(ResourcesServer::new(db.clone(), faults.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    Router::new()
-        .route("/health", get(|| async { "ok" }))
-        .nest_service("/mcp", service)
+    tool_http::router(
+        move || ResourcesServer::new(db.clone(), faults.clone()),
+        bound,
+        cancel,
+    )
 }
 
 #[cfg(test)]
