@@ -11,9 +11,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use axum::Router;
 use axum::routing::get;
+use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::ServerHandler;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
