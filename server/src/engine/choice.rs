@@ -22,6 +22,17 @@ impl Choice {
     /// approval), and edited arguments must satisfy the input schema. The
     /// error names the problem (and the field).
     pub fn check(&self, pending: &PendingApproval, tool: Option<&ToolInfo>) -> Result<(), String> {
+        if self.remember.is_some() && pending.remote_task_id.is_some() {
+            // Its tool is the sub-agent's: a grant here would cover a
+            // local tool that happens to share the name.
+            return Err(format!(
+                "a sub-agent's approval cannot be remembered here; remember it on {}",
+                pending
+                    .remote_agent_name
+                    .as_deref()
+                    .unwrap_or("the sub-agent")
+            ));
+        }
         let Some(arguments) = &self.arguments else {
             return Ok(());
         };
@@ -183,6 +194,13 @@ mod tests {
                 .contains("sub-agent")
         );
         assert!(edit.check(&pending(), None).is_err());
+        let remember = Choice {
+            arguments: None,
+            remember: Some(GrantScope::Conversation),
+        };
+        assert!(remember.check(&pending(), Some(&tool())).is_ok());
+        let refused = remember.check(&proxy, Some(&tool())).unwrap_err();
+        assert!(refused.contains("cannot be remembered"), "{refused}");
         let same = Choice {
             arguments: Some(pending().tool_args),
             remember: None,
