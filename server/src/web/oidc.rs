@@ -248,77 +248,20 @@ impl Login {
         *self.endpoints.lock().await = None;
     }
 
+    /// The provider's endpoints (discovered for OpenID Connect, as
+    /// configured for plain OAuth2), with this client's redirect URL and
+    /// secret.
     async fn discover(&self) -> Result<Endpoints, LoginError> {
         let s = &self.settings;
         let redirect =
             RedirectUrl::new(s.redirect_url.clone()).map_err(|e| fail("redirect_url", e))?;
         let mut endpoints = match &s.provider {
-            ProviderKind::Oidc { issuer } => {
-                let issuer_url = IssuerUrl::new(issuer.clone()).map_err(|e| fail("issuer", e))?;
-                let metadata = Discovery::discover_async(issuer_url, &self.http)
-                    .await
-                    .map_err(|e| {
-                        fail(
-                            &format!("OpenID Connect discovery at {issuer} failed"),
-                            error_chain(&e),
-                        )
-                    })?;
-                let token = metadata
-                    .token_endpoint()
-                    .cloned()
-                    .ok_or_else(|| LoginError(format!("{issuer}: no token_endpoint")))?;
-                let methods = metadata
-                    .token_endpoint_auth_methods_supported()
-                    .cloned()
-                    .unwrap_or_default();
-                let auth_type = if !methods.is_empty()
-                    && !methods.contains(&CoreClientAuthMethod::ClientSecretBasic)
-                    && methods.contains(&CoreClientAuthMethod::ClientSecretPost)
-                {
-                    AuthType::RequestBody
-                } else {
-                    AuthType::BasicAuth
-                };
-                Endpoints {
-                    client: CoreClient::new(
-                        ClientId::new(s.client_id.clone()),
-                        metadata.issuer().clone(),
-                        metadata.jwks().clone(),
-                    )
-                    .set_auth_uri(metadata.authorization_endpoint().clone())
-                    .set_token_uri(token),
-                    oidc: true,
-                    algs: metadata
-                        .id_token_signing_alg_values_supported()
-                        .iter()
-                        .filter(|a| !matches!(a, CoreJwsSigningAlgorithm::None))
-                        .cloned()
-                        .collect(),
-                    revocation: metadata.additional_metadata().revocation_endpoint.clone(),
-                    end_session: metadata.additional_metadata().end_session_endpoint.clone(),
-                    auth_type,
-                    fetched: Instant::now(),
-                }
-            }
+            ProviderKind::Oidc { issuer } => self.oidc_endpoints(issuer).await?,
             ProviderKind::OAuth2 {
                 auth_url,
                 token_url,
                 revoke_url,
-            } => Endpoints {
-                client: CoreClient::new(
-                    ClientId::new(s.client_id.clone()),
-                    IssuerUrl::new(auth_url.clone()).map_err(|e| fail("auth_url", e))?,
-                    JsonWebKeySet::default(),
-                )
-                .set_auth_uri(AuthUrl::new(auth_url.clone()).map_err(|e| fail("auth_url", e))?)
-                .set_token_uri(TokenUrl::new(token_url.clone()).map_err(|e| fail("token_url", e))?),
-                oidc: false,
-                algs: Vec::new(),
-                revocation: revoke_url.clone(),
-                end_session: None,
-                auth_type: AuthType::BasicAuth,
-                fetched: Instant::now(),
-            },
+            } => self.oauth2_endpoints(auth_url, token_url, revoke_url.clone())?,
         };
         endpoints.client = endpoints
             .client
@@ -332,6 +275,71 @@ impl Login {
                 .set_client_secret(ClientSecret::new(secret.clone()));
         }
         Ok(endpoints)
+    }
+
+    /// OpenID Connect discovery at `issuer`.
+    async fn oidc_endpoints(&self, issuer: &str) -> Result<Endpoints, LoginError> {
+        let issuer_url = IssuerUrl::new(issuer.to_string()).map_err(|e| fail("issuer", e))?;
+        let metadata = Discovery::discover_async(issuer_url, &self.http)
+            .await
+            .map_err(|e| {
+                fail(
+                    &format!("OpenID Connect discovery at {issuer} failed"),
+                    error_chain(&e),
+                )
+            })?;
+        let token = metadata
+            .token_endpoint()
+            .cloned()
+            .ok_or_else(|| LoginError(format!("{issuer}: no token_endpoint")))?;
+        let methods = metadata
+            .token_endpoint_auth_methods_supported()
+            .cloned()
+            .unwrap_or_default();
+        Ok(Endpoints {
+            client: CoreClient::new(
+                ClientId::new(self.settings.client_id.clone()),
+                metadata.issuer().clone(),
+                metadata.jwks().clone(),
+            )
+            .set_auth_uri(metadata.authorization_endpoint().clone())
+            .set_token_uri(token),
+            oidc: true,
+            algs: metadata
+                .id_token_signing_alg_values_supported()
+                .iter()
+                .filter(|a| !matches!(a, CoreJwsSigningAlgorithm::None))
+                .cloned()
+                .collect(),
+            revocation: metadata.additional_metadata().revocation_endpoint.clone(),
+            end_session: metadata.additional_metadata().end_session_endpoint.clone(),
+            auth_type: token_auth_type(&methods),
+            fetched: Instant::now(),
+        })
+    }
+
+    /// The reference's plain OAuth2 endpoints, as configured.
+    fn oauth2_endpoints(
+        &self,
+        auth_url: &str,
+        token_url: &str,
+        revoke_url: Option<String>,
+    ) -> Result<Endpoints, LoginError> {
+        Ok(Endpoints {
+            client: CoreClient::new(
+                ClientId::new(self.settings.client_id.clone()),
+                IssuerUrl::new(auth_url.to_string()).map_err(|e| fail("auth_url", e))?,
+                JsonWebKeySet::default(),
+            )
+            .set_auth_uri(AuthUrl::new(auth_url.to_string()).map_err(|e| fail("auth_url", e))?)
+            .set_token_uri(TokenUrl::new(token_url.to_string()).map_err(|e| fail("token_url", e))?),
+            oidc: false,
+            algs: Vec::new(),
+            revocation: revoke_url,
+            end_session: None,
+            auth_type: AuthType::BasicAuth,
+            fetched: Instant::now(),
+        })
     }
 
     /// Starts a sign-in: the provider's authorization URL (PKCE S256, a
@@ -561,4 +569,17 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 /// credentials are form-encoded first, RFC 6749 §2.3.1).
 fn form_encode(value: &str) -> String {
     openidconnect::url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// How the client authenticates at the token endpoint: HTTP Basic unless
+/// the provider takes only `client_secret_post`.
+fn token_auth_type(methods: &[CoreClientAuthMethod]) -> AuthType {
+    if !methods.is_empty()
+        && !methods.contains(&CoreClientAuthMethod::ClientSecretBasic)
+        && methods.contains(&CoreClientAuthMethod::ClientSecretPost)
+    {
+        AuthType::RequestBody
+    } else {
+        AuthType::BasicAuth
+    }
 }
