@@ -10,7 +10,7 @@
 //! `scripts/test.sh` installs the npm packages (`npm ci` in `tests/oidc`).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -179,36 +179,7 @@ impl OidcProvider {
                 dir.display()
             );
         }
-        let mut command = Command::new("node");
-        command
-            .arg(&script)
-            .args(["--port", &self.port.to_string()])
-            .arg("--keys-file")
-            .arg(self.keys_file())
-            .current_dir(&dir)
-            .env("OIDC_EXIT_ON_STDIN_EOF", "1")
-            .env("OIDC_WEB_CLIENT_SECRET", &self.web_client_secret)
-            .env_remove("OIDC_PORT")
-            .env_remove("OIDC_WEB_REDIRECT_URIS")
-            .env_remove("OIDC_WEB_POST_LOGOUT_REDIRECT_URIS")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for uri in &self.options.redirect_uris {
-            command.args(["--redirect-uri", uri]);
-        }
-        for uri in &self.options.post_logout_redirect_uris {
-            command.args(["--post-logout-redirect-uri", uri]);
-        }
-        if self.options.loopback_any_port {
-            command.arg("--loopback-any-port");
-        }
-        if let Some(ttl) = self.options.web_access_token_ttl {
-            command.env("OIDC_WEB_ACCESS_TOKEN_TTL", ttl.to_string());
-        }
-        if let Some(method) = &self.options.web_token_endpoint_auth_method {
-            command.env("OIDC_WEB_TOKEN_ENDPOINT_AUTH_METHOD", method);
-        }
+        let mut command = self.command(&dir, &script);
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => panic!(
@@ -236,6 +207,46 @@ impl OidcProvider {
         };
         self.port = port;
         self.issuer = format!("http://127.0.0.1:{port}");
+        self.wait_for_discovery().await;
+    }
+
+    /// The `node provider.js` command with this provider's options.
+    fn command(&self, dir: &Path, script: &Path) -> Command {
+        let mut command = Command::new("node");
+        command
+            .arg(script)
+            .args(["--port", &self.port.to_string()])
+            .arg("--keys-file")
+            .arg(self.keys_file())
+            .current_dir(dir)
+            .env("OIDC_EXIT_ON_STDIN_EOF", "1")
+            .env("OIDC_WEB_CLIENT_SECRET", &self.web_client_secret)
+            .env_remove("OIDC_PORT")
+            .env_remove("OIDC_WEB_REDIRECT_URIS")
+            .env_remove("OIDC_WEB_POST_LOGOUT_REDIRECT_URIS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for uri in &self.options.redirect_uris {
+            command.args(["--redirect-uri", uri]);
+        }
+        for uri in &self.options.post_logout_redirect_uris {
+            command.args(["--post-logout-redirect-uri", uri]);
+        }
+        if self.options.loopback_any_port {
+            command.arg("--loopback-any-port");
+        }
+        if let Some(ttl) = self.options.web_access_token_ttl {
+            command.env("OIDC_WEB_ACCESS_TOKEN_TTL", ttl.to_string());
+        }
+        if let Some(method) = &self.options.web_token_endpoint_auth_method {
+            command.env("OIDC_WEB_TOKEN_ENDPOINT_AUTH_METHOD", method);
+        }
+        command
+    }
+
+    /// Waits until the discovery document answers (30 s at most).
+    async fn wait_for_discovery(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(r) = self.http.get(self.discovery_url()).send().await

@@ -100,40 +100,56 @@ impl AgentProcess {
             tail,
         };
 
+        agent.wait_listening(&mut port_rx, spawned_at).await?;
+        agent.wait_healthy(http, spawned_at).await?;
+        Ok(agent)
+    }
+
+    /// Waits for the "listening on" line; sets `url` and `listening_after`.
+    async fn wait_listening(
+        &mut self,
+        port_rx: &mut tokio::sync::mpsc::UnboundedReceiver<u16>,
+        spawned_at: Instant,
+    ) -> Result<()> {
         let port = match tokio::time::timeout(START_TIMEOUT, port_rx.recv()).await {
             Ok(Some(port)) => port,
             Ok(None) => bail!(
                 "the agent exited before listening ({}); its output:\n{}",
-                agent.exit_description(),
-                agent.tail()
+                self.exit_description(),
+                self.tail()
             ),
             Err(_) => bail!(
                 "the agent did not print its address within {START_TIMEOUT:?}; its output:\n{}",
-                agent.tail()
+                self.tail()
             ),
         };
-        agent.listening_after = spawned_at.elapsed();
-        agent.url = format!("http://127.0.0.1:{port}");
-        let health = format!("{}/health", agent.url);
+        self.listening_after = spawned_at.elapsed();
+        self.url = format!("http://127.0.0.1:{port}");
+        Ok(())
+    }
+
+    /// Waits for the first 200 from `GET /health`; sets `startup`.
+    async fn wait_healthy(&mut self, http: &reqwest::Client, spawned_at: Instant) -> Result<()> {
+        let health = format!("{}/health", self.url);
         loop {
             if let Ok(response) = http.get(&health).send().await
                 && response.status().is_success()
             {
-                agent.startup = spawned_at.elapsed();
-                return Ok(agent);
+                self.startup = spawned_at.elapsed();
+                return Ok(());
             }
             if spawned_at.elapsed() > START_TIMEOUT {
                 bail!(
                     "the agent never answered GET /health; its output:\n{}",
-                    agent.tail()
+                    self.tail()
                 );
             }
-            if let Some(child) = agent.child.as_mut()
+            if let Some(child) = self.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
                 bail!(
                     "the agent exited ({status}) before answering /health; its output:\n{}",
-                    agent.tail()
+                    self.tail()
                 );
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
