@@ -84,6 +84,52 @@ fn interrupted_call(pending: &PendingApproval, now: DateTime<Utc>) -> asg_shared
     message
 }
 
+/// What a new approval is about; everything else starts empty.
+pub struct NewApproval {
+    /// Its uuid.
+    pub uuid: uuid::Uuid,
+    /// The waiting conversation.
+    pub conversation_id: uuid::Uuid,
+    /// The tool (or sub-agent) to call.
+    pub tool_name: String,
+    /// Its exact arguments.
+    pub tool_args: Map<String, Value>,
+    /// For the approver.
+    pub description: String,
+    /// The gated call.
+    pub call_id: String,
+    /// The node that asked.
+    pub node: Option<String>,
+}
+
+/// A pending approval, created now: the one place that lists every
+/// field, so a new field has one default.
+pub fn pending(new: NewApproval) -> PendingApproval {
+    PendingApproval {
+        uuid: new.uuid,
+        conversation_id: new.conversation_id,
+        tool_name: new.tool_name,
+        tool_args: new.tool_args,
+        description: new.description,
+        created_at: Utc::now(),
+        call_id: new.call_id,
+        node: new.node,
+        state: ApprovalState::Pending,
+        remote_task_id: None,
+        remote_agent_name: None,
+        remote_approval_uuid: None,
+        requested_by: None,
+        approvers: Vec::new(),
+        rule: None,
+        no_edit: false,
+        config_hash: None,
+        config_changed: false,
+        expires_at: None,
+        remind_at: None,
+        reminded: false,
+    }
+}
+
 /// A one-line, human-readable description of a gated call.
 pub fn describe(tool_name: &str, tool_description: &str, arguments: &Map<String, Value>) -> String {
     let args = Value::Object(arguments.clone());

@@ -2,13 +2,13 @@
 //! sub-agent reached over A2A. A sub-agent may answer that it needs an
 //! approval itself; that becomes a proxy approval here.
 
+use asg_shared::PendingApproval;
 use asg_shared::rest::ToolInfo;
-use asg_shared::{ApprovalState, PendingApproval};
-use chrono::Utc;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::Inner;
+use super::approval;
 use super::catalog::ToolKind;
 use asg_shared::a2a::TaskState;
 
@@ -300,29 +300,21 @@ pub fn proxy_approval(
     agent: &str,
     remote: RemoteApproval,
 ) -> PendingApproval {
-    PendingApproval {
+    let mut pending = approval::pending(approval::NewApproval {
         uuid: Uuid::new_v4(),
         conversation_id,
-        description: format!("{agent} asks for approval: {}", remote.description),
         tool_name: remote.tool_name,
         tool_args: remote.tool_args,
-        created_at: Utc::now(),
+        description: format!("{agent} asks for approval: {}", remote.description),
         call_id: call_id.to_string(),
         node,
-        state: ApprovalState::Pending,
-        remote_task_id: Some(remote.task_id),
-        remote_agent_name: Some(agent.to_string()),
-        remote_approval_uuid: remote.approval_uuid,
-        requested_by: None,
-        approvers: Vec::new(),
-        rule: None,
-        no_edit: true,
-        config_hash: None,
-        config_changed: false,
-        expires_at: None,
-        remind_at: None,
-        reminded: false,
-    }
+    });
+    pending.remote_task_id = Some(remote.task_id);
+    pending.remote_agent_name = Some(agent.to_string());
+    pending.remote_approval_uuid = remote.approval_uuid;
+    // Edited on the sub-agent, where the tool is.
+    pending.no_edit = true;
+    pending
 }
 
 #[cfg(test)]

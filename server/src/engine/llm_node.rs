@@ -8,9 +8,8 @@
 
 use std::sync::Arc;
 
-use asg_shared::{ApprovalState, Grant, Message, PendingApproval, Role, ToolCall, ToolResult};
+use asg_shared::{Grant, Message, PendingApproval, Role, ToolCall, ToolResult};
 use async_trait::async_trait;
-use chrono::Utc;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -359,29 +358,15 @@ impl Step<'_> {
             .tool(&call.name)
             .map(|info| approval::describe(&call.name, &info.description, &call.arguments))
             .unwrap_or_default();
-        PendingApproval {
+        approval::pending(approval::NewApproval {
             uuid,
             conversation_id: self.conversation_id,
             tool_name: call.name,
             tool_args: call.arguments,
             description,
-            created_at: Utc::now(),
             call_id: call.id,
             node: Some(self.node.name.clone()),
-            state: ApprovalState::Pending,
-            remote_task_id: None,
-            remote_agent_name: None,
-            remote_approval_uuid: None,
-            requested_by: None,
-            approvers: Vec::new(),
-            rule: None,
-            no_edit: false,
-            config_hash: None,
-            config_changed: false,
-            expires_at: None,
-            remind_at: None,
-            reminded: false,
-        }
+        })
     }
 }
 

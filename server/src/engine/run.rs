@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use asg_shared::{ApprovalState, Grant, Message, PendingApproval, Role, ToolCall};
+use asg_shared::{Grant, Message, PendingApproval, Role, ToolCall};
 use futures::future::BoxFuture;
 use uuid::Uuid;
 
@@ -18,7 +18,7 @@ use super::calls::{self, CallOutcome};
 use super::decide::{CallFacts, Decision, Verdict, decide};
 use super::llm_node::{self, Buffer, Gate, Invocation, NodeOutcome, Recorder};
 use super::tree::{A2aNode, LlmNode, LoopNode, Node};
-use super::{EngineError, Inner, new_message};
+use super::{EngineError, Inner, approval, new_message};
 use crate::config::tree::resolve;
 use crate::context::RequestContext;
 use crate::llm::{LlmError, LlmMessage};
@@ -545,28 +545,14 @@ impl Delegation {
 
     /// The approval a gated delegation waits for.
     fn pending(&self, conversation_id: Uuid, a2a: &A2aNode) -> PendingApproval {
-        PendingApproval {
+        approval::pending(approval::NewApproval {
             uuid: self.uuid.unwrap_or_else(Uuid::new_v4),
             conversation_id,
             tool_name: a2a.agent.clone(),
-            description: format!("Delegate to {}: {}", a2a.agent, self.text),
             tool_args: self.arguments.clone(),
-            created_at: chrono::Utc::now(),
+            description: format!("Delegate to {}: {}", a2a.agent, self.text),
             call_id: self.id.clone(),
             node: Some(a2a.name.clone()),
-            state: ApprovalState::Pending,
-            remote_task_id: None,
-            remote_agent_name: None,
-            remote_approval_uuid: None,
-            requested_by: None,
-            approvers: Vec::new(),
-            rule: None,
-            no_edit: false,
-            config_hash: None,
-            config_changed: false,
-            expires_at: None,
-            remind_at: None,
-            reminded: false,
-        }
+        })
     }
 }
