@@ -9,14 +9,11 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use asg_tests::{
-    Agent, AgentOptions, approval_uuid, binary, capture_output, listening_port, response_text,
-    testdata,
-};
+use asg_tests::tool_server::ToolServer;
+use asg_tests::{Agent, AgentOptions, approval_uuid, binary, response_text, testdata};
 use serde_json::{Value, json};
 
 const SECRET: &str = "TOP SECRET outside the root";
@@ -80,60 +77,8 @@ impl Tree {
 }
 
 /// A running `mcp-filesystem --config ... --port 0`.
-struct FsServer {
-    child: Child,
-    url: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl FsServer {
-    fn start(config: &Path) -> FsServer {
-        let mut child = Command::new(binary("mcp-filesystem"))
-            .arg("--config")
-            .arg(config)
-            .args(["--port", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cannot start mcp-filesystem");
-        let log = Arc::new(Mutex::new(String::new()));
-        let port = capture_output(&mut child, &log, listening_port)
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("mcp-filesystem did not start: {}", log.lock().unwrap()));
-        FsServer {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            log,
-        }
-    }
-
-    /// SIGTERM, then the exit status (killed after 10 s).
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        let _ = self.child.kill();
-        panic!(
-            "mcp-filesystem ignored SIGTERM: {}",
-            self.log.lock().unwrap()
-        );
-    }
-}
-
-impl Drop for FsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start_server(config: &Path) -> ToolServer {
+    ToolServer::start("mcp-filesystem", config, 0)
 }
 
 /// A bare MCP client over streamable HTTP (JSON-RPC POSTs, answers as
@@ -239,7 +184,7 @@ fn agent_config(dir: &Path, url: &str) -> PathBuf {
 #[tokio::test]
 async fn an_agent_reads_and_writes_files_through_mcp_filesystem_with_approval() {
     let tree = Tree::new();
-    let mut server = FsServer::start(&tree.config());
+    let mut server = start_server(&tree.config());
     let health = reqwest::get(format!("{}/health", server.url))
         .await
         .unwrap();
@@ -336,7 +281,7 @@ async fn an_agent_reads_and_writes_files_through_mcp_filesystem_with_approval() 
 async fn every_way_out_of_the_root_is_refused() {
     let tree = Tree::new();
     let before = tree.outside();
-    let server = FsServer::start(&tree.config());
+    let server = start_server(&tree.config());
     // Planted after startup: links leading out of the root.
     std::os::unix::fs::symlink(tree.path("outside"), tree.path("workspace/outlink")).unwrap();
     std::os::unix::fs::symlink(

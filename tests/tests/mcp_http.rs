@@ -7,21 +7,21 @@
 //! fails clearly, and its tools join once it answers.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use asg_tests::tool_server::ToolServer;
 use asg_tests::{
-    Agent, AgentOptions, approval_uuid, binary, capture_output, conversation_id, listening_port,
-    response_text, testdata, tool_messages,
+    Agent, AgentOptions, approval_uuid, binary, conversation_id, response_text, testdata,
+    tool_messages,
 };
 use serde_json::json;
 
-/// A running `mcp-resources --config ... --port 0`.
+/// `mcp-resources --config` over HTTP with its own database, in a temp
+/// dir kept as long as the server.
 struct HttpResources {
-    child: Child,
+    server: ToolServer,
     url: String,
-    log: Arc<Mutex<String>>,
     _dir: tempfile::TempDir,
 }
 
@@ -40,52 +40,16 @@ impl HttpResources {
             format!("host: 127.0.0.1\nport: 8090\ndb_path: {}\n", db.display()),
         )
         .unwrap();
-        let mut child = Command::new(binary("mcp-resources"))
-            .arg("--config")
-            .arg(&config)
-            .args(["--port", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cannot start mcp-resources");
-        let log = Arc::new(Mutex::new(String::new()));
-        let port = capture_output(&mut child, &log, listening_port)
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("mcp-resources did not start: {}", log.lock().unwrap()));
+        let server = ToolServer::start("mcp-resources", &config, port);
         HttpResources {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            log,
+            url: server.url.clone(),
+            server,
             _dir: dir,
         }
     }
 
-    /// SIGTERM, then the exit status (killed after 10 s).
     fn terminate(&mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        let _ = self.child.kill();
-        panic!(
-            "mcp-resources ignored SIGTERM: {}",
-            self.log.lock().unwrap()
-        );
-    }
-}
-
-impl Drop for HttpResources {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.server.terminate()
     }
 }
 
