@@ -205,3 +205,86 @@ async fn delete(agent: &Agent, path: &str) -> (u16, Value) {
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
 }
+
+const OWNER_KEY: &str = "owner-key-0123456789";
+const OPS_KEY: &str = "ops-key-0123456789ab";
+const OTHER_KEY: &str = "other-key-0123456789";
+
+async fn as_key(
+    agent: &Agent,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> (u16, Value) {
+    let response = agent
+        .http
+        .request(method, format!("{}{path}", agent.url))
+        .header("x-api-key", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn only_approvers_edit_or_remember_and_only_owner_or_approver_revokes() {
+    let keys = "auth:\n  api_keys:\n    - { name: owner, key_env: OWNER_KEY }\n    \
+                - { name: ops, key_env: OPS_KEY, roles: [approver] }\n    \
+                - { name: other, key_env: OTHER_KEY }\n";
+    let (_dir, config) = config_with("agent-resources.yaml", keys);
+    let env = [
+        ("OWNER_KEY", OWNER_KEY),
+        ("OPS_KEY", OPS_KEY),
+        ("OTHER_KEY", OTHER_KEY),
+    ];
+    let agent = Agent::start(&config, AgentOptions::with_env(&env)).await;
+    let post = reqwest::Method::POST;
+    let (_, answer) = as_key(
+        &agent,
+        OWNER_KEY,
+        post.clone(),
+        "/conversations",
+        json!({"message": "add resource a-1 with value 1"}),
+    )
+    .await;
+    let (id, uuid) = (conversation_id(&answer), approval_uuid(&answer));
+    let approval = format!("/approvals/{uuid}");
+
+    // Not an approver: neither an edit nor a grant goes through.
+    let edit = json!({"approved": true, "arguments": {"name": "evil", "value": 1}, "remember": "conversation"});
+    let (status, refused) = as_key(&agent, OWNER_KEY, post.clone(), &approval, edit).await;
+    assert_eq!(status, 403, "{refused}");
+    let (status, approved) = as_key(
+        &agent,
+        OPS_KEY,
+        post.clone(),
+        &approval,
+        json!({"approved": true, "remember": "conversation"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(
+        approved["conversation"]["grants"][0]["granted_by"]["subject"],
+        "ops"
+    );
+
+    let grant = format!("/conversations/{id}/grants/resources_add");
+    let delete_method = reqwest::Method::DELETE;
+    let (status, hidden) = as_key(
+        &agent,
+        OTHER_KEY,
+        delete_method.clone(),
+        &grant,
+        Value::Null,
+    )
+    .await;
+    assert_eq!(status, 404, "another principal does not see it: {hidden}");
+    let (status, _) = delete(&agent, &grant).await;
+    assert_eq!(status, 401, "no identity, no revocation");
+    let (status, revoked) = as_key(&agent, OWNER_KEY, delete_method, &grant, Value::Null).await;
+    assert_eq!(status, 200, "the owner revokes: {revoked}");
+    assert!(revoked["conversation"].get("grants").is_none(), "{revoked}");
+}
