@@ -113,7 +113,7 @@ fn pipeline(model: &Arc<Timed>) -> AgentTree {
         system_prompt: "bench".into(),
         root: Node::Sequential(GroupNode {
             name: "pipeline".into(),
-            allow_destructive: false,
+            allow_destructive: None,
             children: vec![
                 llm_node("analyzer", "Analyze: {user_message}", model, "analysis"),
                 llm_node("executor", "Plan: {analysis}", model, "execution"),

@@ -308,6 +308,67 @@ pub struct PipelineState {
     /// Current iteration of each `loop` node on the paused path.
     #[serde(default)]
     pub loop_iterations: std::collections::BTreeMap<String, usize>,
+    /// Every stopped step, when `parallel` branches stopped at once (the
+    /// fields above describe the first); empty for a single stop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paused_steps: Vec<PausedStep>,
+    /// Outputs of `parallel` branches that finished while a sibling
+    /// stopped, by branch path (child indices joined with `.`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub branch_outputs: std::collections::BTreeMap<String, BranchOutput>,
+}
+
+impl PipelineState {
+    /// Every stopped step: `paused_steps`, or the single one the older
+    /// fields describe (waiting for `first`).
+    pub fn steps(&self, first: Option<Uuid>) -> Vec<PausedStep> {
+        if !self.paused_steps.is_empty() {
+            return self.paused_steps.clone();
+        }
+        vec![PausedStep {
+            path: self.paused_node_path.clone(),
+            node: String::new(),
+            output_key: self.paused_node_output_key.clone(),
+            messages_from: self.node_messages_from,
+            approval_uuid: first.unwrap_or_default(),
+            refusal: None,
+        }]
+    }
+}
+
+/// One step of a paused run that waits for an approval.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PausedStep {
+    /// Child indices from the root to the stopped node.
+    pub path: Vec<usize>,
+    /// That node's name (checked on resume: a changed tree never resumes
+    /// a step at another node).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node: String,
+    /// Its `output_key`, if any.
+    #[serde(default)]
+    pub output_key: String,
+    /// Index in `messages` where its invocation began.
+    #[serde(default)]
+    pub messages_from: usize,
+    /// The approval it waits for.
+    pub approval_uuid: Uuid,
+    /// Set when that approval was refused: what was refused and how (the
+    /// step then reports it instead of going on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+}
+
+/// What a finished `parallel` branch produced.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BranchOutput {
+    /// Its output text.
+    pub text: String,
+    /// It ended with `exit_loop`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exit: bool,
 }
 
 /// A conversation with its full trace.
@@ -322,9 +383,16 @@ pub struct Conversation {
     pub status: ConversationStatus,
     /// Every message, in order.
     pub messages: Vec<Message>,
-    /// The approval being waited for, if any.
+    /// The approval being waited for, if any; the first of
+    /// `pending_approvals` (kept for clients that know only one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_approval: Option<PendingApproval>,
+    /// Every approval being waited for (several when `parallel` branches
+    /// each stopped), each decided on its own. Change it with
+    /// [`Conversation::set_pending`] and friends, which keep
+    /// `pending_approval` its first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_approvals: Vec<PendingApproval>,
     /// Pause state of an agent-tree run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline_state: Option<PipelineState>,
@@ -350,6 +418,48 @@ pub struct Conversation {
 }
 
 impl Conversation {
+    /// Every approval being waited for, in the order raised (a file
+    /// written before the list existed has only `pending_approval`).
+    pub fn pending(&self) -> &[PendingApproval] {
+        if self.pending_approvals.is_empty() {
+            self.pending_approval.as_slice()
+        } else {
+            &self.pending_approvals
+        }
+    }
+
+    /// The waited-for approval `uuid`.
+    pub fn pending_by_uuid(&self, uuid: Uuid) -> Option<&PendingApproval> {
+        self.pending().iter().find(|p| p.uuid == uuid)
+    }
+
+    /// Replaces every waited-for approval.
+    pub fn set_pending(&mut self, list: Vec<PendingApproval>) {
+        self.pending_approval = list.first().cloned();
+        self.pending_approvals = list;
+    }
+
+    /// Removes the waited-for approval `uuid` and returns it.
+    pub fn take_pending(&mut self, uuid: Uuid) -> Option<PendingApproval> {
+        let mut list = self.pending().to_vec();
+        let at = list.iter().position(|p| p.uuid == uuid)?;
+        let taken = list.remove(at);
+        self.set_pending(list);
+        Some(taken)
+    }
+
+    /// Puts `with` in the place of the waited-for approval `uuid` (false
+    /// when there is none).
+    pub fn replace_pending(&mut self, uuid: Uuid, with: PendingApproval) -> bool {
+        let mut list = self.pending().to_vec();
+        let Some(slot) = list.iter_mut().find(|p| p.uuid == uuid) else {
+            return false;
+        };
+        *slot = with;
+        self.set_pending(list);
+        true
+    }
+
     /// The text of the last assistant message that is not a tool request.
     pub fn last_answer(&self) -> Option<&Message> {
         self.messages

@@ -12,6 +12,6 @@ pub mod events;
 pub mod rest;
 
 pub use conversation::{
-    Actor, ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Grant, GrantScope,
-    Message, PendingApproval, PipelineState, Role, ToolCall, ToolResult,
+    Actor, ApprovalDecision, ApprovalState, BranchOutput, Conversation, ConversationStatus, Grant,
+    GrantScope, Message, PausedStep, PendingApproval, PipelineState, Role, ToolCall, ToolResult,
 };

@@ -403,6 +403,35 @@ async fn approve_once(agent: &Agent, uuid: &str) -> Value {
     answer
 }
 
+/// Approves every `resources_add` the loop asks for, checking that each
+/// waits (nothing added) until approved; returns how many and the last
+/// answer.
+async fn approve_each_add(
+    agent: &Agent,
+    mut got: (u16, Value),
+    ws: &Workspace,
+) -> (usize, (u16, Value)) {
+    let mut approvals = 0;
+    while got.1["result"]["waiting_approval"] == true {
+        assert_eq!(
+            got.1["result"]["approval"]["tool_name"], "resources_add",
+            "{}",
+            got.1
+        );
+        assert_eq!(
+            ws.resource_names().await.len(),
+            approvals,
+            "added before approval"
+        );
+        got = agent
+            .decide(&approval_uuid(&got.1), json!({"approved": true}))
+            .await;
+        approvals += 1;
+        assert!(approvals <= 10, "approvals never end: {}", got.1);
+    }
+    (approvals, got)
+}
+
 /// The approval a paused turn waits for, after checking it is `tool`
 /// with `args`.
 fn pending(got: &(u16, Value), tool: &str, args: Value) -> String {
@@ -596,7 +625,10 @@ async fn ts018_loop_example_adds_until_three_exist_then_exits() {
     let fake = FakeGemini::start(|call: &GeminiCall| checker(call, true)).await;
     let agent = ws.agent(&example("loop"), &fake).await;
     let got = agent.say_new("ensure we have at least 3 resources").await;
-    let answer = completed(&got, 201);
+    // `allow_destructive` unset: each add inside the loop asks first.
+    let (approvals, answer) = approve_each_add(&agent, got, &ws).await;
+    assert_eq!(approvals, 3);
+    let answer = completed(&answer, 200);
     assert_eq!(answer["result"]["response"], "Enough: 3 resources.");
     let conversation = &answer["conversation"];
     let adds = results_of(conversation, "resources_add");
@@ -627,7 +659,9 @@ async fn ts018_loop_example_stops_at_max_iterations() {
     let fake = FakeGemini::start(|call: &GeminiCall| checker(call, false)).await;
     let agent = ws.agent(&example("loop"), &fake).await;
     let got = agent.say_new("ensure we have at least 3 resources").await;
-    let answer = completed(&got, 201);
+    let (approvals, answer) = approve_each_add(&agent, got, &ws).await;
+    assert_eq!(approvals, 5);
+    let answer = completed(&answer, 200);
     assert_eq!(answer["result"]["response"], "Need more resources");
     assert_eq!(invocations(&fake, "You are a resource checker"), 5);
     assert_eq!(

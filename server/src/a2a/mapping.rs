@@ -37,10 +37,16 @@ pub fn rfc3339(time: DateTime<Utc>) -> String {
 /// The A2A state of a conversation (see the module docs).
 pub fn task_state(conversation: &Conversation) -> TaskState {
     match conversation.status {
-        ConversationStatus::WaitingApproval => match &conversation.pending_approval {
-            Some(p) if p.state == ApprovalState::Pending => TaskState::InputRequired,
-            _ => TaskState::Working,
-        },
+        ConversationStatus::WaitingApproval => {
+            let pending = conversation.pending();
+            if pending.iter().any(|p| p.state == ApprovalState::Pending)
+                && pending.iter().all(|p| p.state != ApprovalState::Executing)
+            {
+                TaskState::InputRequired
+            } else {
+                TaskState::Working
+            }
+        }
         ConversationStatus::Completed => TaskState::Completed,
         ConversationStatus::Canceled => TaskState::Canceled,
         ConversationStatus::Active => match last_spoken(conversation) {
@@ -92,10 +98,7 @@ pub fn to_task(
 pub fn status(conversation: &Conversation, at: &TaskRef) -> TaskStatus {
     let state = task_state(conversation);
     let message = match state {
-        TaskState::InputRequired => conversation
-            .pending_approval
-            .as_ref()
-            .map(|p| approval_message(p, at)),
+        TaskState::InputRequired => approvals_message(conversation.pending(), at),
         TaskState::Completed | TaskState::Failed | TaskState::Canceled => conversation
             .last_answer()
             .map(|m| agent_message(m.id.to_string(), at, &m.content)),
@@ -132,6 +135,49 @@ pub fn history(conversation: &Conversation, at: &TaskRef, limit: Option<usize>) 
 /// The agent's message asking for an approval: a text part for a human
 /// and a data part for a program.
 pub fn approval_message(pending: &PendingApproval, at: &TaskRef) -> A2aMessage {
+    let text = format!(
+        "Approval required: {}. Reply \"approved\" or \"rejected\" to this task \
+         (or send a data part {{\"approved\": true|false}}).",
+        pending.description.trim_end_matches('.')
+    );
+    let mut message = agent_message(pending.uuid.to_string(), at, &text);
+    message.parts.push(Part::data(approval_data(pending)));
+    message
+}
+
+/// The input-required message of a task: one approval as
+/// [`approval_message`]; several (parallel branches) as one data part
+/// each, decided one at a time by a data part naming its `approval_uuid`.
+pub fn approvals_message(pending: &[PendingApproval], at: &TaskRef) -> Option<A2aMessage> {
+    let first = pending.first()?;
+    if pending.len() == 1 {
+        return Some(approval_message(first, at));
+    }
+    let listed: Vec<String> = pending
+        .iter()
+        .map(|p| {
+            format!(
+                "- {} (approval_uuid {})",
+                p.description.trim_end_matches('.'),
+                p.uuid
+            )
+        })
+        .collect();
+    let text = format!(
+        "{} approvals required, each decided on its own:\n{}\nSend one message per \
+         approval with a data part {{\"approved\": true|false, \"approval_uuid\": \"…\"}}.",
+        pending.len(),
+        listed.join("\n")
+    );
+    let mut message = agent_message(first.uuid.to_string(), at, &text);
+    message
+        .parts
+        .extend(pending.iter().map(|p| Part::data(approval_data(p))));
+    Some(message)
+}
+
+/// An approval as a data part's fields.
+fn approval_data(pending: &PendingApproval) -> Map<String, Value> {
     let mut data = Map::new();
     data.insert(
         approval_keys::APPROVAL_UUID.into(),
@@ -161,14 +207,7 @@ pub fn approval_message(pending: &PendingApproval, at: &TaskRef) -> A2aMessage {
             Value::from(task.as_str()),
         );
     }
-    let text = format!(
-        "Approval required: {}. Reply \"approved\" or \"rejected\" to this task \
-         (or send a data part {{\"approved\": true|false}}).",
-        pending.description.trim_end_matches('.')
-    );
-    let mut message = agent_message(pending.uuid.to_string(), at, &text);
-    message.parts.push(Part::data(data));
-    message
+    data
 }
 
 /// A one-text-part message from the agent.
@@ -284,6 +323,7 @@ mod tests {
             session_id: "abcd1234".into(),
             status: ConversationStatus::Active,
             messages: [vec![message(Role::System, "prompt")], messages].concat(),
+            pending_approvals: Vec::new(),
             pending_approval: None,
             pipeline_state: None,
             turn_in_progress: false,

@@ -293,21 +293,17 @@ fn continue_action(
     text: String,
     decision: Option<Decision>,
 ) -> Result<Action, RpcError> {
-    match (
-        conversation.status,
-        &conversation.pending_approval,
-        decision,
-    ) {
+    let pending: Vec<&PendingApproval> = conversation.pending().iter().collect();
+    let waiting = pending.iter().any(|p| p.state == ApprovalState::Pending);
+    match (conversation.status, !waiting, decision) {
         (ConversationStatus::Completed | ConversationStatus::Canceled, _, _) => {
             Err(RpcError::invalid_params(format!(
                 "task {id} is {} and takes no more messages; send a message without taskId to start a new task",
                 mapping::task_state(conversation).as_str()
             )))
         }
-        (ConversationStatus::WaitingApproval, Some(pending), decision)
-            if pending.state == ApprovalState::Pending =>
-        {
-            pending_action(id, pending, decision)
+        (ConversationStatus::WaitingApproval, false, decision) => {
+            pending_action(id, &pending, decision)
         }
         (_, _, decision) if text.trim().is_empty() => Err(match decision {
             Some(_) => {
@@ -319,28 +315,53 @@ fn continue_action(
     }
 }
 
-/// What a message to a task waiting for a decision asks for: the
-/// decision, or nothing (its text is not processed).
+/// What a message to a task waiting for decisions asks for: the decision
+/// on the approval it names (or on the only one), or nothing (its text is
+/// not processed).
 fn pending_action(
     id: Uuid,
-    pending: &PendingApproval,
+    pending: &[&PendingApproval],
     decision: Option<Decision>,
 ) -> Result<Action, RpcError> {
-    match decision {
-        Some(d)
-            if d.approval_uuid
-                .as_deref()
-                .is_some_and(|u| u != pending.uuid.to_string()) =>
-        {
-            Err(RpcError::invalid_params(format!(
-                "approval_uuid {:?} is not the pending approval of task {id} ({})",
-                d.approval_uuid.unwrap_or_default(),
-                pending.uuid
-            )))
+    let Some(d) = decision else {
+        return match pending.first() {
+            Some(first) => Ok(Action::StillWaiting(Box::new((*first).clone()))),
+            None => Err(RpcError::invalid_params(format!(
+                "task {id} is not waiting for an approval"
+            ))),
+        };
+    };
+    let listed = || {
+        pending
+            .iter()
+            .map(|p| p.uuid.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let chosen = match d.approval_uuid.as_deref() {
+        Some(named) => pending
+            .iter()
+            .find(|p| p.uuid.to_string() == named)
+            .ok_or_else(|| {
+                RpcError::invalid_params(format!(
+                    "approval_uuid {named:?} is not a pending approval of task {id} ({})",
+                    listed()
+                ))
+            })?,
+        // Counting approvals being executed: a decision that names none
+        // must never land on another than the client saw.
+        None if pending.len() > 1 => {
+            return Err(RpcError::invalid_params(format!(
+                "task {id} has {} approvals ({}); name the one you decide with approval_uuid in a data part",
+                pending.len(),
+                listed()
+            )));
         }
-        Some(d) => Ok(Action::Decide(id, pending.uuid, d)),
-        None => Ok(Action::StillWaiting(Box::new(pending.clone()))),
-    }
+        None => pending.first().ok_or_else(|| {
+            RpcError::invalid_params(format!("task {id} is not waiting for an approval"))
+        })?,
+    };
+    Ok(Action::Decide(id, chosen.uuid, d))
 }
 
 /// Runs an action that needs the engine.

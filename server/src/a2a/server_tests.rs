@@ -69,6 +69,7 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
             message(Role::User, "add resource web-1 with value 42"),
             call,
         ],
+        pending_approvals: Vec::new(),
         pending_approval: Some(PendingApproval {
             uuid,
             conversation_id: id,

@@ -77,18 +77,18 @@ impl Builder<'_> {
             NodeKind::Sequential => Node::Sequential(GroupNode {
                 name: node.name.clone(),
                 children: children(self)?,
-                allow_destructive: false,
+                allow_destructive: None,
             }),
             NodeKind::Parallel => Node::Parallel(GroupNode {
                 name: node.name.clone(),
                 children: children(self)?,
-                allow_destructive: node.allow_destructive.unwrap_or(true),
+                allow_destructive: node.allow_destructive,
             }),
             NodeKind::Loop => Node::Loop(LoopNode {
                 name: node.name.clone(),
                 children: children(self)?,
                 max_iterations: node.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
-                allow_destructive: node.allow_destructive.unwrap_or(true),
+                allow_destructive: node.allow_destructive,
             }),
             NodeKind::A2a => Node::A2a(A2aNode {
                 name: node.name.clone(),

@@ -113,7 +113,7 @@ fn owns(principal: &Principal, conversation: &Conversation) -> bool {
 }
 
 fn had_approval(conversation: &Conversation) -> bool {
-    conversation.pending_approval.is_some()
+    !conversation.pending().is_empty()
         || !conversation.decisions.is_empty()
         || conversation
             .messages
@@ -149,6 +149,7 @@ mod tests {
             session_id: "abcd1234".into(),
             status: ConversationStatus::Active,
             messages: vec![],
+            pending_approvals: Vec::new(),
             pending_approval: with_approval.then(|| approval(id, owner)),
             pipeline_state: None,
             turn_in_progress: false,

@@ -96,10 +96,9 @@ pub struct NodeConfig {
     /// top-level `a2a:` section).
     #[serde(default)]
     pub a2a: Vec<SubAgentConfig>,
-    /// `parallel` / `loop`: run destructive tools without approval (the
-    /// spec's behaviour, default true). When false, destructive calls in a
-    /// `loop` stop for approval and resume; in a `parallel` node, where a
-    /// pause is impossible, they are refused.
+    /// `parallel` / `loop`: what a destructive call inside does. Unset:
+    /// it stops for approval (in a `parallel` node, that branch only);
+    /// `true`: it runs without approval (logged); `false`: it is refused.
     #[serde(default)]
     pub allow_destructive: Option<bool>,
 }

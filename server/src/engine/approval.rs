@@ -14,28 +14,76 @@ use super::new_message;
 
 /// The pending approval `uuid` if it can still be decided.
 pub fn resolvable(conversation: &Conversation, uuid: uuid::Uuid) -> Option<&PendingApproval> {
-    conversation.pending_approval.as_ref().filter(|p| {
-        p.uuid == uuid
-            && p.state == ApprovalState::Pending
+    conversation.pending_by_uuid(uuid).filter(|p| {
+        p.state == ApprovalState::Pending
             && conversation.status == ConversationStatus::WaitingApproval
     })
+}
+
+/// Marks the paused step that waited for `uuid` as settled: `refusal`
+/// says what was refused (the step then reports it instead of going on).
+/// A state written before steps were listed has one step: this one.
+pub fn settle_step(conversation: &mut Conversation, uuid: uuid::Uuid, refusal: Option<String>) {
+    let Some(state) = conversation.pipeline_state.as_mut() else {
+        return;
+    };
+    if state.paused_steps.is_empty() {
+        state.paused_steps = state.steps(Some(uuid));
+    }
+    if let Some(step) = state
+        .paused_steps
+        .iter_mut()
+        .find(|s| s.approval_uuid == uuid)
+    {
+        step.refusal = refusal;
+    }
+}
+
+/// Points the paused step that waited for `old` at its successor (a
+/// sub-agent asking again on the same call).
+pub fn move_step(conversation: &mut Conversation, old: uuid::Uuid, new: uuid::Uuid) {
+    let Some(state) = conversation.pipeline_state.as_mut() else {
+        return;
+    };
+    if state.paused_steps.is_empty() {
+        state.paused_steps = state.steps(Some(old));
+    }
+    for step in state
+        .paused_steps
+        .iter_mut()
+        .filter(|s| s.approval_uuid == old)
+    {
+        step.approval_uuid = new;
+    }
 }
 
 /// Records a turn that a crash or a shutdown stopped halfway: an approval
 /// left `executing` becomes an "interrupted, may have run, not re-run"
 /// tool result, and the turn ends with an error answer that says so (an
-/// A2A task then reads `failed`, not `working` forever). Returns true when
-/// the conversation changed.
+/// A2A task then reads `failed`, not `working` forever). With sibling
+/// approvals still pending, the run keeps waiting for them and the
+/// interrupted step reports the interruption. Returns true when the
+/// conversation changed.
 pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) -> bool {
     let executing = conversation
-        .pending_approval
-        .take_if(|p| p.state == ApprovalState::Executing);
+        .pending()
+        .iter()
+        .find(|p| p.state == ApprovalState::Executing)
+        .map(|p| p.uuid)
+        .and_then(|uuid| conversation.take_pending(uuid));
     if executing.is_none() && !conversation.turn_in_progress {
         return false;
     }
     let mut node = None;
     if let Some(pending) = executing {
         conversation.messages.push(interrupted_call(&pending, now));
+        if !conversation.pending().is_empty() {
+            let what = format!("{} was interrupted (it may have run)", pending.tool_name);
+            settle_step(conversation, pending.uuid, Some(what));
+            conversation.turn_in_progress = false;
+            conversation.updated_at = now;
+            return true;
+        }
         conversation.pipeline_state = None;
         node = pending.node;
     }
@@ -50,7 +98,7 @@ pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) 
     answer.created_at = now;
     conversation.messages.push(answer);
     if conversation.status == ConversationStatus::WaitingApproval
-        && conversation.pending_approval.is_none()
+        && conversation.pending().is_empty()
     {
         conversation.status = ConversationStatus::Active;
     }
@@ -167,6 +215,7 @@ mod tests {
             session_id: "00000000".into(),
             status: ConversationStatus::WaitingApproval,
             messages: vec![],
+            pending_approvals: Vec::new(),
             pending_approval: Some(PendingApproval {
                 uuid: Uuid::new_v4(),
                 conversation_id: id,
@@ -229,6 +278,91 @@ mod tests {
         let answer = executing.messages.last().unwrap();
         assert_eq!(answer.role, Role::Assistant);
         assert!(answer.is_error && answer.content.starts_with("Interrupted"));
+    }
+
+    /// Two approvals of parallel branches, the first `executing`.
+    fn two_branches_one_executing() -> (Conversation, Uuid, Uuid) {
+        let mut conversation = waiting(ApprovalState::Executing);
+        let first = conversation.pending_approval.clone().unwrap();
+        let mut second = first.clone();
+        second.uuid = Uuid::new_v4();
+        second.state = ApprovalState::Pending;
+        second.call_id = "call_2".into();
+        conversation.set_pending(vec![first.clone(), second.clone()]);
+        conversation.pipeline_state = Some(asg_shared::PipelineState {
+            paused_steps: [(first.uuid, 0), (second.uuid, 1)]
+                .into_iter()
+                .map(|(uuid, branch)| asg_shared::PausedStep {
+                    path: vec![branch],
+                    approval_uuid: uuid,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+        conversation.turn_in_progress = true;
+        (conversation, first.uuid, second.uuid)
+    }
+
+    #[test]
+    fn an_interrupted_branch_reports_it_while_its_sibling_still_waits() {
+        let (mut conversation, first, second) = two_branches_one_executing();
+        assert!(recover_interrupted(&mut conversation, Utc::now()));
+        // The sibling can still be decided; the run keeps its state.
+        assert_eq!(conversation.status, ConversationStatus::WaitingApproval);
+        assert!(!conversation.turn_in_progress);
+        let left: Vec<Uuid> = conversation.pending().iter().map(|p| p.uuid).collect();
+        assert_eq!(left, [second]);
+        assert_eq!(
+            conversation.pending_approval.as_ref().map(|p| p.uuid),
+            Some(second)
+        );
+        assert!(resolvable(&conversation, second).is_some());
+        assert!(resolvable(&conversation, first).is_none());
+        let steps = &conversation.pipeline_state.as_ref().unwrap().paused_steps;
+        let interrupted = steps.iter().find(|s| s.approval_uuid == first).unwrap();
+        assert!(
+            interrupted
+                .refusal
+                .as_deref()
+                .unwrap()
+                .contains("interrupted")
+        );
+        assert!(
+            steps
+                .iter()
+                .find(|s| s.approval_uuid == second)
+                .unwrap()
+                .refusal
+                .is_none()
+        );
+        // The model is told the call may have run; no closing answer yet.
+        let result = conversation.messages.last().unwrap();
+        assert_eq!(result.tool_result.as_ref().unwrap().call_id, "call_1");
+        assert!(result.content.contains("NOT run again"));
+        assert!(!recover_interrupted(&mut conversation, Utc::now()));
+    }
+
+    #[test]
+    fn a_step_written_before_steps_were_listed_is_settled_as_the_only_one() {
+        let mut conversation = waiting(ApprovalState::Pending);
+        let uuid = conversation.pending_approval.as_ref().unwrap().uuid;
+        conversation.pipeline_state = Some(asg_shared::PipelineState {
+            paused_node_path: vec![1, 0],
+            node_messages_from: 7,
+            ..Default::default()
+        });
+        settle_step(&mut conversation, uuid, Some("x was rejected".into()));
+        let steps = &conversation.pipeline_state.as_ref().unwrap().paused_steps;
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].path, [1, 0]);
+        assert_eq!(steps[0].messages_from, 7);
+        assert_eq!(steps[0].approval_uuid, uuid);
+        assert_eq!(steps[0].refusal.as_deref(), Some("x was rejected"));
+        let next = Uuid::new_v4();
+        move_step(&mut conversation, uuid, next);
+        let steps = &conversation.pipeline_state.as_ref().unwrap().paused_steps;
+        assert_eq!(steps[0].approval_uuid, next);
     }
 
     #[test]

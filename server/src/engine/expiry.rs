@@ -342,14 +342,14 @@ impl Engine {
         };
         let _guard = slot.lock().await;
         let mut conversation = (*slot.snapshot()).clone();
-        if approval::resolvable(&conversation, uuid).is_none_or(|p| p.reminded) {
-            return Ok(());
-        }
-        let Some(pending) = conversation.pending_approval.as_mut() else {
+        let Some(mut approval) = approval::resolvable(&conversation, uuid)
+            .filter(|p| !p.reminded)
+            .cloned()
+        else {
             return Ok(());
         };
-        pending.reminded = true;
-        let approval = pending.clone();
+        approval.reminded = true;
+        conversation.replace_pending(uuid, approval.clone());
         let mut turn = Turn::new(self.inner.clone(), &slot, conversation, &system_context());
         turn.save().await?;
         tracing::info!(approval = %uuid, "approval still pending; reminder sent");

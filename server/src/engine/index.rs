@@ -162,11 +162,12 @@ impl Change {
 
 fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
     let mut changes = Vec::new();
-    let old = previous.pending_approval.as_ref().map(|p| p.uuid);
-    let new = current.pending_approval.as_ref();
-    if let Some(uuid) = old
-        && new.is_none_or(|p| p.uuid != uuid)
-    {
+    let was_pending = |uuid: Uuid| previous.pending().iter().any(|p| p.uuid == uuid);
+    let is_pending = |uuid: Uuid| current.pending().iter().any(|p| p.uuid == uuid);
+    for uuid in previous.pending().iter().map(|p| p.uuid) {
+        if is_pending(uuid) {
+            continue;
+        }
         let decision = current
             .decisions
             .iter()
@@ -175,10 +176,10 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
             .map(|d| Box::new(d.clone()));
         changes.push(Change::Resolved(uuid, decision));
     }
-    if let Some(pending) = new
-        && old != Some(pending.uuid)
-    {
-        changes.push(Change::Requested(Box::new(pending.clone())));
+    for pending in current.pending() {
+        if !was_pending(pending.uuid) {
+            changes.push(Change::Requested(Box::new(pending.clone())));
+        }
     }
     if previous.status != current.status {
         changes.push(Change::Status(current.status));
@@ -276,7 +277,7 @@ impl ConversationIndex {
 }
 
 fn approval_uuids(conversation: &Conversation) -> impl Iterator<Item = Uuid> + '_ {
-    conversation.pending_approval.iter().map(|p| p.uuid).chain(
+    conversation.pending().iter().map(|p| p.uuid).chain(
         conversation
             .messages
             .iter()
@@ -380,15 +381,13 @@ impl<E> DerefMut for Subscription<E> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn stream_places_are_limited_and_given_back() {
-        let limits = SubscriberLimits::new(2, 3);
-        let a = ConversationIndex::default();
-        let conversation = |id| Conversation {
+    fn conversation(id: Uuid) -> Conversation {
+        Conversation {
             id,
             session_id: "abcd1234".into(),
             status: asg_shared::ConversationStatus::Active,
             messages: vec![],
+            pending_approvals: Vec::new(),
             pending_approval: None,
             pipeline_state: None,
             turn_in_progress: false,
@@ -397,7 +396,51 @@ mod tests {
             grants: Vec::new(),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
-        };
+        }
+    }
+
+    fn approval(n: u128) -> asg_shared::PendingApproval {
+        super::super::approval::pending(super::super::approval::NewApproval {
+            uuid: Uuid::from_u128(n),
+            conversation_id: Uuid::nil(),
+            tool_name: "resources_add".into(),
+            tool_args: Default::default(),
+            description: String::new(),
+            call_id: format!("call_{n}"),
+            node: None,
+        })
+    }
+
+    #[test]
+    fn each_approval_that_joins_or_leaves_the_list_is_one_event() {
+        let mut before = conversation(Uuid::nil());
+        before.status = asg_shared::ConversationStatus::WaitingApproval;
+        before.set_pending(vec![approval(1), approval(2)]);
+        let mut after = before.clone();
+        after.set_pending(vec![approval(2), approval(3)]);
+        let events: Vec<String> = changes(&before, &after)
+            .into_iter()
+            .map(|c| match c {
+                Change::Resolved(uuid, _) => format!("resolved {}", uuid.as_u128()),
+                Change::Requested(p) => format!("requested {}", p.uuid.as_u128()),
+                Change::Status(s) => format!("status {}", s.as_str()),
+            })
+            .collect();
+        assert_eq!(events, ["resolved 1", "requested 3"]);
+        let mut done = after.clone();
+        done.set_pending(Vec::new());
+        done.status = asg_shared::ConversationStatus::Active;
+        assert_eq!(
+            changes(&after, &done).len(),
+            3,
+            "two resolved and the status"
+        );
+    }
+
+    #[test]
+    fn stream_places_are_limited_and_given_back() {
+        let limits = SubscriberLimits::new(2, 3);
+        let a = ConversationIndex::default();
         let one = a.insert_new(conversation(Uuid::new_v4()));
         let two = a.insert_new(conversation(Uuid::new_v4()));
         let first = one.subscribe_limited(&limits).unwrap();

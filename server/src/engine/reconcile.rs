@@ -10,6 +10,7 @@ use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApprova
 use chrono::Utc;
 use uuid::Uuid;
 
+use super::turn::Turn;
 use super::{Engine, Inner, calls, llm_node, new_message};
 use crate::a2a::client::{Delegation, delegation_of};
 use crate::context::RequestContext;
@@ -62,26 +63,24 @@ impl Engine {
     /// background at startup). A sub-agent that cannot be reached leaves
     /// the approval as it is; deciding it later reconciles again.
     pub async fn reconcile_proxy_approvals(&self) {
-        let waiting: Vec<Arc<Conversation>> = self
+        let waiting: Vec<(Uuid, Uuid)> = self
             .inner
             .index
             .snapshots()
-            .into_iter()
-            .filter(|c| {
-                c.pending_approval.as_ref().is_some_and(|p| {
-                    p.remote_task_id.is_some() && p.state == ApprovalState::Pending
-                })
-            })
+            .iter()
+            .flat_map(|c| c.pending().to_vec())
+            .filter(|p| p.remote_task_id.is_some() && p.state == ApprovalState::Pending)
+            .map(|p| (p.conversation_id, p.uuid))
             .collect();
-        for conversation in waiting {
-            if let Err(error) = self.reconcile_one(conversation.id).await {
-                tracing::warn!(conversation = %conversation.id, %error, "could not check a proxy approval with its sub-agent");
+        for (id, uuid) in waiting {
+            if let Err(error) = self.reconcile_one(id, uuid).await {
+                tracing::warn!(conversation = %id, approval = %uuid, %error, "could not check a proxy approval with its sub-agent");
             }
         }
     }
 
-    async fn reconcile_one(&self, id: Uuid) -> Result<(), String> {
-        let Some(pending) = self.get(id).and_then(|c| c.pending_approval.clone()) else {
+    async fn reconcile_one(&self, id: Uuid, uuid: Uuid) -> Result<(), String> {
+        let Some(pending) = self.get(id).and_then(|c| c.pending_by_uuid(uuid).cloned()) else {
             return Ok(());
         };
         let agent_name = pending.remote_agent_name.clone().unwrap_or_default();
@@ -105,10 +104,21 @@ impl Engine {
         let slot = self.slot(id).map_err(|e| e.to_string())?;
         let _guard = slot.lock().await;
         let mut conversation = (*slot.snapshot()).clone();
-        if conversation.pending_approval.as_ref() != Some(&pending) {
+        if conversation.pending_by_uuid(uuid) != Some(&pending) {
             return Ok(()); // decided meanwhile
         }
         apply(&self.inner, &mut conversation, &pending, verdict);
+        if conversation.pending().is_empty() && conversation.pipeline_state.is_some() {
+            // The last approval of a paused run was settled there: the run
+            // goes on as after a decision.
+            let ctx = RequestContext::default();
+            let turn = Turn::new(self.inner.clone(), &slot, conversation, &ctx);
+            let result = turn.resume_settled().await;
+            return super::settle(&self.inner, &slot, result)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+        }
         conversation.updated_at = Utc::now();
         let store = self.inner.store.clone();
         let to_save = Arc::new(conversation);
@@ -130,7 +140,9 @@ fn apply(inner: &Inner, conversation: &mut Conversation, old: &PendingApproval, 
             tracing::warn!(conversation = %conversation.id, old = %old.uuid, new = %next.uuid, "the sub-agent now asks for another approval; the proxy approval is replaced");
             inner.index.add_approval(next.uuid, conversation.id);
             inner.expiry.stamp(&mut next);
-            conversation.pending_approval = Some(*next);
+            next.config_hash = Some(inner.config_hash(&next));
+            super::approval::move_step(conversation, old.uuid, next.uuid);
+            conversation.replace_pending(old.uuid, *next);
         }
         Verdict::Settled { content, is_error } => {
             tracing::warn!(conversation = %conversation.id, approval = %old.uuid, "the sub-agent's approval was settled there; the proxy approval is closed");
@@ -139,11 +151,20 @@ fn apply(inner: &Inner, conversation: &mut Conversation, old: &PendingApproval, 
                 llm_node::result_message(&old.call_id, called, content.clone(), is_error);
             result.node = old.node.clone();
             conversation.messages.push(result);
+            conversation.take_pending(old.uuid);
+            if conversation.pipeline_state.is_some() {
+                // A paused run: the step goes on with this result once no
+                // approval of the run is pending (now, or after its
+                // siblings' decisions).
+                let refusal =
+                    is_error.then(|| format!("{} was settled on its sub-agent", old.tool_name));
+                super::approval::settle_step(conversation, old.uuid, refusal);
+                return;
+            }
             let mut answer = new_message(Role::Assistant, content);
             answer.node = old.node.clone();
             answer.is_error = is_error;
             conversation.messages.push(answer);
-            conversation.pending_approval = None;
             conversation.pipeline_state = None;
             conversation.status = ConversationStatus::Active;
         }

@@ -21,7 +21,8 @@ pub enum Node {
     Llm(LlmNode),
     /// Children in order; each sees the session state of the earlier ones.
     Sequential(GroupNode),
-    /// Children at the same time; outputs joined in configuration order.
+    /// Children at the same time; outputs joined in configuration order;
+    /// each branch may stop for its own approval.
     Parallel(GroupNode),
     /// Children repeated until `exit_loop` or `max_iterations`.
     Loop(LoopNode),
@@ -63,9 +64,9 @@ pub struct GroupNode {
     pub name: String,
     /// Children.
     pub children: Vec<Node>,
-    /// `parallel` only: run destructive tools without approval (else
-    /// refuse them).
-    pub allow_destructive: bool,
+    /// `parallel` only: unset asks for approval, `true` runs destructive
+    /// tools without approval, `false` refuses them.
+    pub allow_destructive: Option<bool>,
 }
 
 /// A `loop` node.
@@ -76,8 +77,9 @@ pub struct LoopNode {
     pub children: Vec<Node>,
     /// Most iterations.
     pub max_iterations: usize,
-    /// Run destructive tools without approval (else stop for approval).
-    pub allow_destructive: bool,
+    /// Unset asks for approval, `true` runs destructive tools without
+    /// approval, `false` refuses them.
+    pub allow_destructive: Option<bool>,
 }
 
 impl Node {
@@ -89,6 +91,15 @@ impl Node {
             Node::Loop(node) => &node.name,
             Node::A2a(node) => &node.name,
         }
+    }
+
+    /// Names of the `loop` nodes in this subtree, itself included.
+    pub fn loop_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.children().iter().flat_map(Node::loop_names).collect();
+        if let Node::Loop(lp) = self {
+            names.push(&lp.name);
+        }
+        names
     }
 
     /// Children of a group node (none for `llm`).

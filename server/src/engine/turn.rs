@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use asg_shared::rest::TurnResult;
 use asg_shared::{
-    Actor, ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Message,
+    Actor, ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Message, PausedStep,
     PendingApproval, PipelineState, Role,
 };
 use async_trait::async_trait;
@@ -18,7 +18,7 @@ use super::calls::{self, CallOutcome};
 use super::choice::Choice;
 use super::index::Slot;
 use super::llm_node::{self, Gate, Invocation, NodeOutcome, Recorder};
-use super::run::{Exec, Failure, Flow, Pause, Resume, Transcript};
+use super::run::{Exec, Failure, Flow, Pause, Resume, ResumeStep, Transcript};
 use super::tree::Node;
 use super::{EngineError, Inner, TurnOutcome, approval, history, new_message};
 use crate::audit::AuditLine;
@@ -151,7 +151,8 @@ impl<'a> Turn<'a> {
         self.run_decision(pending, decision).await
     }
 
-    /// Applies a decision on `pending`, then lets the tree go on.
+    /// Applies a decision on `pending`, then lets the tree go on once no
+    /// other approval of the run is pending.
     pub(crate) async fn run_decision(
         mut self,
         mut pending: PendingApproval,
@@ -170,7 +171,7 @@ impl<'a> Turn<'a> {
             CallOutcome::Done { content, is_error } => (content, is_error),
             CallOutcome::Remote { agent, approval } if approve => {
                 // The sub-agent (or one behind it) needs another decision:
-                // stop again on the same call, keeping the pipeline state.
+                // the same call waits again, in the same place.
                 let next = calls::proxy_approval(
                     self.conversation.id,
                     &pending.call_id,
@@ -178,21 +179,66 @@ impl<'a> Turn<'a> {
                     &agent,
                     approval,
                 );
-                let pipeline = self.conversation.pipeline_state.take();
-                return self.pause(Box::new(next), pipeline).await;
+                return self.wait_again(pending.uuid, next).await;
             }
             CallOutcome::Remote { agent, .. } => (
                 format!("Rejected by the user; {agent} still asks for an approval."),
                 true,
             ),
         };
-        // A proxy approval shows the sub-agent's tool; the result answers
-        // the local call, which named the sub-agent.
+        self.record_result(&pending, approve, content, is_error);
+        self.conversation.take_pending(pending.uuid);
+        if decision.by.subject == super::pin::CONFIG_SUBJECT
+            && self.conversation.pipeline_state.is_some()
+        {
+            // The tree it would resume on is not the one it paused on.
+            return self.end_after_config_change(&pending, &decision).await;
+        }
+        let refusal =
+            (!approve).then(|| format!("{} was {}", pending.tool_name, refusal_word(&decision.by)));
+        approval::settle_step(&mut self.conversation, pending.uuid, refusal);
+        if !self.conversation.pending().is_empty() {
+            return self.wait_for_the_rest().await;
+        }
+        self.conversation.status = ConversationStatus::Active;
+        match self.conversation.pipeline_state.take() {
+            None => {
+                self.save().await?;
+                self.run_simple().await
+            }
+            Some(state) => self.resume_pipeline(&state).await,
+        }
+    }
+
+    /// Goes on with a paused run whose last approval was settled
+    /// elsewhere (on its sub-agent; see `reconcile.rs`).
+    pub(crate) async fn resume_settled(mut self) -> Result<TurnOutcome, EngineError> {
+        self.conversation.turn_in_progress = true;
+        self.conversation.status = ConversationStatus::Active;
+        match self.conversation.pipeline_state.take() {
+            Some(state) => self.resume_pipeline(&state).await,
+            None => {
+                self.save().await?;
+                Ok(self.outcome(String::new()))
+            }
+        }
+    }
+
+    /// Records the decided call's result (a proxy approval shows the
+    /// sub-agent's tool; the result answers the local call, which named
+    /// the sub-agent), telling the model when the approver edited it.
+    fn record_result(
+        &mut self,
+        pending: &PendingApproval,
+        approve: bool,
+        content: String,
+        is_error: bool,
+    ) {
         let called = pending
             .remote_agent_name
             .as_deref()
             .unwrap_or(&pending.tool_name);
-        let content = match (approve, self.choice.edited(&pending)) {
+        let content = match (approve, self.choice.edited(pending)) {
             (true, Some(edited)) => format!(
                 "Note: the approver changed the arguments before approving; the call ran with {}.\n{content}",
                 Value::Object(edited)
@@ -202,19 +248,33 @@ impl<'a> Turn<'a> {
         let mut result = llm_node::result_message(&pending.call_id, called, content, is_error);
         result.node = pending.node.clone();
         self.conversation.messages.push(result);
-        self.conversation.pending_approval = None;
-        self.conversation.status = ConversationStatus::Active;
-        match self.conversation.pipeline_state.take() {
-            None => {
-                self.save().await?;
-                self.run_simple().await
-            }
-            Some(state) if !approve => {
-                let why = refusal_word(&decision.by);
-                self.cancel_pipeline(&pending, &state, why).await
-            }
-            Some(state) => self.resume_pipeline(&pending, &state).await,
-        }
+    }
+
+    /// Saves a run that still waits for other approvals (parallel
+    /// branches decided one by one).
+    async fn wait_for_the_rest(mut self) -> Result<TurnOutcome, EngineError> {
+        let left = self.conversation.pending().len();
+        self.conversation.status = ConversationStatus::WaitingApproval;
+        self.conversation.turn_in_progress = false;
+        self.save().await?;
+        tracing::info!(conversation = %self.conversation.id, left, "decision recorded; the run waits for the other approvals");
+        Ok(self.outcome(format!(
+            "Decision recorded; {left} more approval{} pending before the run goes on.",
+            if left == 1 { " is" } else { "s are" }
+        )))
+    }
+
+    /// Puts `next` in the place of approval `old` (same call, same step).
+    async fn wait_again(
+        mut self,
+        old: uuid::Uuid,
+        next: PendingApproval,
+    ) -> Result<TurnOutcome, EngineError> {
+        let response = format!("Approval required: {}", next.description);
+        let next = self.stamp(next);
+        approval::move_step(&mut self.conversation, old, next.uuid);
+        self.conversation.replace_pending(old, next);
+        self.wait(response).await
     }
 
     /// Runs the approved call (saved as `executing` first: a crash from
@@ -240,7 +300,8 @@ impl<'a> Turn<'a> {
             });
         }
         pending.state = ApprovalState::Executing;
-        self.conversation.pending_approval = Some(pending.clone());
+        self.conversation
+            .replace_pending(pending.uuid, pending.clone());
         self.save().await?;
         tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
         Ok(if remote {
@@ -311,42 +372,39 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// A rejection inside a pipeline: the remaining steps do not run.
-    async fn cancel_pipeline(
+    /// Ends a paused run refused because the configuration changed: its
+    /// other approvals are refused too and no step resumes.
+    async fn end_after_config_change(
         mut self,
-        pending: &PendingApproval,
-        state: &PipelineState,
-        why: &str,
+        refused: &PendingApproval,
+        decision: &Decision,
     ) -> Result<TurnOutcome, EngineError> {
-        let text = format!(
-            "Pipeline cancelled: {} was {why}, so the remaining steps did not run.",
-            pending.tool_name
-        );
-        let mut message = new_message(Role::Assistant, text.clone());
-        message.node = Some(self.inner.tree.root.name().to_string());
-        self.conversation.messages.push(message);
-        self.conversation.turn_in_progress = false;
-        self.save().await?;
-        tracing::info!(path = ?state.paused_node_path, "pipeline cancelled by rejection");
-        Ok(self.outcome(text))
+        let reason = decision.reason.clone().unwrap_or_default();
+        for other in self.conversation.pending().to_vec() {
+            self.record_decision(&other, decision, "decision")?;
+            let text = self.refuse_for_cancel(&other, &reason).await;
+            self.record_result(&other, false, text, true);
+        }
+        self.conversation.set_pending(Vec::new());
+        self.conversation.pipeline_state = None;
+        self.conversation.status = ConversationStatus::Active;
+        let what = format!("{} was {}", refused.tool_name, refusal_word(&decision.by));
+        self.cancel_pipeline(&what).await
     }
 
-    /// Resumes a paused pipeline at the node that asked.
-    async fn resume_pipeline(
-        mut self,
-        pending: &PendingApproval,
-        state: &PipelineState,
-    ) -> Result<TurnOutcome, EngineError> {
+    /// Resumes a paused pipeline at every step that stopped (or ends it
+    /// when a step is no longer where it paused).
+    async fn resume_pipeline(mut self, state: &PipelineState) -> Result<TurnOutcome, EngineError> {
         self.save().await?;
-        let node_name = pending.node.clone().unwrap_or_default();
-        let from = state
-            .node_messages_from
-            .min(self.conversation.messages.len());
-        let own = self.conversation.messages[from..]
-            .iter()
-            .filter(|m| m.node.as_deref() == Some(node_name.as_str()))
-            .cloned()
-            .collect();
+        let steps = state
+            .steps(None)
+            .into_iter()
+            .map(|step| self.resume_step(step))
+            .collect::<Result<Vec<_>, _>>();
+        let steps = match steps {
+            Ok(steps) => steps,
+            Err(moved) => return self.cancel_pipeline(&moved).await,
+        };
         let exec = Exec::new(
             self.inner.clone(),
             self.ctx.clone(),
@@ -357,17 +415,44 @@ impl<'a> Turn<'a> {
         )
         .with_grants(&self.conversation.grants);
         let resume = Resume {
-            path: state.paused_node_path.clone(),
-            own,
-            messages_from: state.node_messages_from,
+            steps,
+            outputs: Arc::new(state.branch_outputs.clone()),
         };
         self.run_pipeline(exec, Some(resume)).await
     }
 
-    /// Refuses `pending` and closes the conversation as canceled.
+    /// A stopped step with its node's messages since it began; `Err`
+    /// says why it cannot resume (the tree changed).
+    fn resume_step(&self, step: PausedStep) -> Result<ResumeStep, String> {
+        let node = self
+            .inner
+            .tree
+            .node_at(&step.path)
+            .filter(|n| step.node.is_empty() || n.name() == step.node)
+            .ok_or_else(|| {
+                format!(
+                    "the paused step {:?} is no longer at its place in the agent's tree",
+                    step.node
+                )
+            })?;
+        let from = step.messages_from.min(self.conversation.messages.len());
+        let own = self.conversation.messages[from..]
+            .iter()
+            .filter(|m| m.node.as_deref() == Some(node.name()))
+            .cloned()
+            .collect();
+        Ok(ResumeStep {
+            path: step.path,
+            own,
+            messages_from: step.messages_from,
+            refusal: step.refusal,
+        })
+    }
+
+    /// Refuses every pending approval and closes the conversation as
+    /// canceled.
     pub(crate) async fn cancel(
         mut self,
-        pending: PendingApproval,
         mut decision: Decision,
     ) -> Result<TurnOutcome, EngineError> {
         let reason = decision
@@ -375,35 +460,36 @@ impl<'a> Turn<'a> {
             .clone()
             .unwrap_or_else(|| "canceled by the client".to_string());
         decision.reason = Some(reason.clone());
-        self.record_decision(&pending, &decision, "cancel")?;
-        let mut text = approval::rejection_text(Some(&reason));
-        if pending.remote_task_id.is_some() {
-            // The sub-agent's approval is rejected too, so nothing waits
-            // there forever.
-            let forwarded =
-                calls::forward_decision(&self.inner, &self.ctx, &pending, false, Some(&reason))
-                    .await;
-            if let CallOutcome::Done { content, .. } = forwarded {
-                text = format!("{text} {content}");
-            }
+        let pending = self.conversation.pending().to_vec();
+        for one in &pending {
+            self.record_decision(one, &decision, "cancel")?;
+            let text = self.refuse_for_cancel(one, &reason).await;
+            self.record_result(one, false, text, true);
         }
-        let called = pending
-            .remote_agent_name
-            .as_deref()
-            .unwrap_or(&pending.tool_name);
-        let mut result = llm_node::result_message(&pending.call_id, called, text, true);
-        result.node = pending.node.clone();
-        self.conversation.messages.push(result);
-        let answer = format!("Canceled: {} was not run ({reason}).", pending.tool_name);
+        let tools: Vec<&str> = pending.iter().map(|p| p.tool_name.as_str()).collect();
+        let answer = format!("Canceled: {} was not run ({reason}).", tools.join(", "));
         let mut message = new_message(Role::Assistant, answer.clone());
-        message.node = pending.node.clone();
+        message.node = pending.first().and_then(|p| p.node.clone());
         self.conversation.messages.push(message);
-        self.conversation.pending_approval = None;
+        self.conversation.set_pending(Vec::new());
         self.conversation.pipeline_state = None;
         self.conversation.status = ConversationStatus::Canceled;
         self.save().await?;
-        tracing::info!(approval = %pending.uuid, "conversation canceled while waiting for approval");
+        tracing::info!(conversation = %self.conversation.id, approvals = pending.len(), "conversation canceled while waiting for approval");
         Ok(self.outcome(answer))
+    }
+
+    /// The refusal recorded for `pending` on a cancel; a sub-agent's
+    /// approval is rejected too, so nothing waits there forever.
+    async fn refuse_for_cancel(&self, pending: &PendingApproval, reason: &str) -> String {
+        let text = approval::rejection_text(Some(reason));
+        if pending.remote_task_id.is_none() {
+            return text;
+        }
+        match calls::forward_decision(&self.inner, &self.ctx, pending, false, Some(reason)).await {
+            CallOutcome::Done { content, .. } => format!("{text} {content}"),
+            CallOutcome::Remote { .. } => text,
+        }
     }
 
     /// The simple agent: one `llm` node over the whole conversation.
@@ -430,7 +516,7 @@ impl<'a> Turn<'a> {
                 self.save().await?;
                 Ok(self.outcome(text))
             }
-            NodeOutcome::Paused(pending) => self.pause(pending, None).await,
+            NodeOutcome::Paused(pending) => self.pause(vec![*pending], None).await,
             NodeOutcome::Failed(error) => Err(EngineError::Llm {
                 error,
                 conversation: self.slot.snapshot(),
@@ -472,25 +558,12 @@ impl<'a> Turn<'a> {
                 self.save().await?;
                 Ok(self.outcome(text))
             }
-            Flow::Paused(Pause {
-                pending,
-                path,
-                output_key,
-                messages_from,
-            }) => {
-                let state = PipelineState {
-                    paused_node_path: path,
-                    paused_node_output_key: output_key.unwrap_or_default(),
-                    session_state: exec.session_snapshot(),
-                    user_message: exec
-                        .session_snapshot()
-                        .remove("user_message")
-                        .unwrap_or_default(),
-                    node_messages_from: messages_from,
-                    loop_iterations: exec.loop_iterations.clone(),
-                };
+            Flow::Paused(pause) => {
+                let state = paused_state(&exec, &pause);
+                let pending = pause.stops.into_iter().map(|s| *s.pending).collect();
                 self.pause(pending, Some(state)).await
             }
+            Flow::Refused(what) => self.cancel_pipeline(&what).await,
             Flow::Failed(Failure::Llm(error)) => Err(EngineError::Llm {
                 error,
                 conversation: self.slot.snapshot(),
@@ -502,30 +575,91 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Saves the conversation as waiting for `pending`.
+    /// Saves the conversation as waiting for every approval in `pending`.
     async fn pause(
         mut self,
-        pending: Box<PendingApproval>,
+        pending: Vec<PendingApproval>,
         pipeline: Option<PipelineState>,
     ) -> Result<TurnOutcome, EngineError> {
-        let response = format!("Approval required: {}", pending.description);
+        let response = match pending.as_slice() {
+            [one] => format!("Approval required: {}", one.description),
+            many => format!(
+                "Approvals required ({}): {}",
+                many.len(),
+                many.iter()
+                    .map(|p| p.description.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        let pending = pending.into_iter().map(|p| self.stamp(p)).collect();
+        self.conversation.set_pending(pending);
+        self.conversation.pipeline_state = pipeline;
+        self.wait(response).await
+    }
+
+    /// A new approval as it is saved: indexed, with who asked, its
+    /// deadlines and the config fingerprint.
+    fn stamp(&self, mut pending: PendingApproval) -> PendingApproval {
         self.inner
             .index
             .add_approval(pending.uuid, self.conversation.id);
-        tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "destructive call stopped for approval");
-        let mut pending = *pending;
+        tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
         if pending.requested_by.is_none() {
             pending.requested_by = self.ctx.requester();
         }
         self.inner.expiry.stamp(&mut pending);
         pending.config_hash = Some(self.inner.config_hash(&pending));
-        self.conversation.pending_approval = Some(pending);
-        self.conversation.pipeline_state = pipeline;
+        pending
+    }
+
+    /// Saves the conversation as waiting for its approvals.
+    async fn wait(mut self, response: String) -> Result<TurnOutcome, EngineError> {
         self.conversation.status = ConversationStatus::WaitingApproval;
         self.conversation.turn_in_progress = false;
         self.save().await?;
         self.inner.expiry.wake();
         Ok(self.outcome(response))
+    }
+
+    /// A refusal that reached the root: the remaining steps do not run.
+    async fn cancel_pipeline(mut self, what: &str) -> Result<TurnOutcome, EngineError> {
+        let text = format!("Pipeline cancelled: {what}, so the remaining steps did not run.");
+        let mut message = new_message(Role::Assistant, text.clone());
+        message.node = Some(self.inner.tree.root.name().to_string());
+        self.conversation.messages.push(message);
+        self.conversation.turn_in_progress = false;
+        self.save().await?;
+        tracing::info!(conversation = %self.conversation.id, "pipeline cancelled by a refusal");
+        Ok(self.outcome(text))
+    }
+}
+
+/// The saved form of a paused run.
+fn paused_state(exec: &Exec, pause: &Pause) -> PipelineState {
+    let session = exec.session_snapshot();
+    let steps: Vec<PausedStep> = pause
+        .stops
+        .iter()
+        .map(|stop| PausedStep {
+            path: stop.path.clone(),
+            node: stop.pending.node.clone().unwrap_or_default(),
+            output_key: stop.output_key.clone().unwrap_or_default(),
+            messages_from: stop.began.index(),
+            approval_uuid: stop.pending.uuid,
+            refusal: None,
+        })
+        .collect();
+    let first = steps.first().cloned().unwrap_or_default();
+    PipelineState {
+        paused_node_path: first.path,
+        paused_node_output_key: first.output_key,
+        user_message: session.get("user_message").cloned().unwrap_or_default(),
+        session_state: session,
+        node_messages_from: first.messages_from,
+        loop_iterations: exec.loop_iterations.clone(),
+        paused_steps: steps,
+        branch_outputs: pause.outputs.clone(),
     }
 }
 

@@ -240,6 +240,18 @@ pub struct Decision {
 /// `reason`, `approval_uuid`), or a whole text of approved / approve / yes
 /// or rejected / reject / no (case-insensitive, trimmed).
 pub fn decision(message: &A2aMessage) -> Result<Option<Decision>, String> {
+    let decisions = message
+        .parts
+        .iter()
+        .filter(
+            |p| matches!(p, Part::Data { data, .. } if data.contains_key(approval_keys::APPROVED)),
+        )
+        .count();
+    if decisions > 1 {
+        return Err(format!(
+            "the message holds {decisions} decisions; send one message per approval, each naming its approval_uuid"
+        ));
+    }
     for part in &message.parts {
         let Part::Data { data, .. } = part else {
             continue;

@@ -235,6 +235,7 @@ fn waiting(mut pending: PendingApproval) -> Conversation {
         session_id: "0000abcd".into(),
         status: ConversationStatus::WaitingApproval,
         messages,
+        pending_approvals: Vec::new(),
         pending_approval: Some(pending),
         pipeline_state: None,
         turn_in_progress: false,
