@@ -33,6 +33,10 @@ pub struct HealthDetails {
     /// is configured).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<McpServerHealth>,
+    /// The conversation store: `ok`, or `unavailable` (the database
+    /// cannot be reached; `/health` then answers 503).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub store: String,
 }
 
 /// One MCP server in `GET /health` details.
@@ -187,9 +191,12 @@ pub struct ConversationSummary {
     /// First user message, shortened, to name the conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// The pending approval, if any.
+    /// The pending approval, if any (the first of `pending_approvals`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_approval: Option<PendingApproval>,
+    /// Every pending approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_approvals: Vec<PendingApproval>,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.
@@ -213,22 +220,43 @@ pub struct StatusSummary {
     pub canceled: usize,
 }
 
+impl StatusSummary {
+    /// Counts one conversation of `status`.
+    pub fn count(&mut self, status: ConversationStatus) {
+        self.total += 1;
+        match status {
+            ConversationStatus::Active => self.active += 1,
+            ConversationStatus::WaitingApproval => self.waiting_approval += 1,
+            ConversationStatus::Completed => self.completed += 1,
+            ConversationStatus::Canceled => self.canceled += 1,
+        }
+    }
+}
+
 /// `GET /conversations`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConversationList {
-    /// Newest first.
+    /// Newest first (one page: `?limit=`, default 50, at most 500).
     pub conversations: Vec<ConversationSummary>,
-    /// Counts by status.
+    /// Counts by status, over every conversation the caller may read
+    /// (whatever the page and the `?status=` filter).
     pub summary: StatusSummary,
+    /// The next page's `?cursor=`; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `GET /approvals`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalList {
-    /// Pending approvals across all conversations, oldest first.
+    /// Pending approvals across all conversations, oldest first (one
+    /// page: `?limit=`, default 50, at most 500).
     pub approvals: Vec<PendingApproval>,
+    /// The next page's `?cursor=`; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// One tool the agent can call.
@@ -289,6 +317,99 @@ pub struct ErrorDetail {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ApprovalState;
+
+    fn approval(n: u128) -> PendingApproval {
+        PendingApproval {
+            uuid: Uuid::from_u128(n),
+            conversation_id: Uuid::nil(),
+            tool_name: format!("tool_{n}"),
+            tool_args: Default::default(),
+            description: String::new(),
+            created_at: DateTime::default(),
+            call_id: format!("call_{n}"),
+            node: None,
+            state: ApprovalState::Pending,
+            remote_task_id: None,
+            remote_agent_name: None,
+            remote_approval_uuid: None,
+            requested_by: None,
+            rule: None,
+            approvers: Vec::new(),
+            no_edit: false,
+            config_hash: None,
+            config_changed: false,
+            expires_at: None,
+            remind_at: None,
+            reminded: false,
+        }
+    }
+
+    fn conversation() -> Conversation {
+        Conversation {
+            id: Uuid::nil(),
+            session_id: "abcd1234".into(),
+            status: ConversationStatus::WaitingApproval,
+            messages: Vec::new(),
+            pending_approval: None,
+            pending_approvals: Vec::new(),
+            pipeline_state: None,
+            turn_in_progress: false,
+            owner: None,
+            decisions: Vec::new(),
+            grants: Vec::new(),
+            created_at: DateTime::default(),
+            updated_at: DateTime::default(),
+        }
+    }
+
+    fn uuids(conversation: &Conversation) -> Vec<u128> {
+        conversation
+            .pending()
+            .iter()
+            .map(|p| p.uuid.as_u128())
+            .collect()
+    }
+
+    #[test]
+    fn the_single_field_is_always_the_first_of_the_list() {
+        let mut c = conversation();
+        c.set_pending(vec![approval(1), approval(2), approval(3)]);
+        assert_eq!(uuids(&c), [1, 2, 3]);
+        assert_eq!(c.pending_approval.as_ref().unwrap().uuid.as_u128(), 1);
+        assert_eq!(
+            c.take_pending(Uuid::from_u128(1)).unwrap().call_id,
+            "call_1"
+        );
+        assert_eq!(c.pending_approval.as_ref().unwrap().uuid.as_u128(), 2);
+        assert!(c.take_pending(Uuid::from_u128(1)).is_none());
+        assert!(c.replace_pending(Uuid::from_u128(2), approval(9)));
+        assert_eq!(uuids(&c), [9, 3]);
+        assert_eq!(c.pending_approval.as_ref().unwrap().uuid.as_u128(), 9);
+        assert!(!c.replace_pending(Uuid::from_u128(2), approval(8)));
+        assert!(c.pending_by_uuid(Uuid::from_u128(3)).is_some());
+        c.take_pending(Uuid::from_u128(9));
+        c.take_pending(Uuid::from_u128(3));
+        assert!(c.pending().is_empty() && c.pending_approval.is_none());
+    }
+
+    #[test]
+    fn a_file_with_only_the_single_field_reads_as_a_list_of_one() {
+        let mut c = conversation();
+        c.pending_approval = Some(approval(4));
+        let json = serde_json::to_value(&c).unwrap();
+        assert!(json.get("pending_approvals").is_none());
+        let back: Conversation = serde_json::from_value(json).unwrap();
+        assert_eq!(uuids(&back), [4]);
+        let mut both = back.clone();
+        both.set_pending(vec![approval(4), approval(5)]);
+        let json = serde_json::to_value(&both).unwrap();
+        assert_eq!(json["pending_approvals"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            json["pending_approval"]["uuid"],
+            json["pending_approvals"][0]["uuid"]
+        );
+    }
 
     fn parse(json: &str) -> Result<bool, String> {
         serde_json::from_str::<ApprovalRequest>(json)

@@ -10,7 +10,7 @@ async fn ts001_starts_and_lists_tools_with_hints() {
         agent.get("/health").await,
         (
             200,
-            json!({"status": "ok", "details": {"quarantined_files": 0, "mcp_servers": [
+            json!({"status": "ok", "details": {"quarantined_files": 0, "store": "ok", "mcp_servers": [
                 {"name": "resources", "transport": "stdio", "status": "ready", "tools": 3}
             ]}})
         )

@@ -8,9 +8,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::error::ApiError;
-use super::extract::{Caller, Ctx, parse_json, parse_uuid};
+use super::extract::{Caller, Ctx, ListQuery, parse_json, parse_status, parse_uuid};
 use super::{AppState, conversation_response};
-use crate::engine::Choice;
+use crate::engine::{Choice, page};
+use asg_shared::{ApprovalState, PendingApproval};
 
 /// Approves or rejects a pending approval; approval runs the stored call.
 #[utoipa::path(post, path = "/approvals/{uuid}", tag = "approvals",
@@ -83,18 +84,39 @@ pub async fn grants_revoke(
     Ok(conversation_response(StatusCode::OK, conversation, None))
 }
 
-/// Lists pending approvals across conversations, oldest first.
+/// Lists pending approvals across conversations, oldest first, one page
+/// at a time.
 #[utoipa::path(get, path = "/approvals", tag = "approvals",
+    params(
+        ("limit" = Option<usize>, Query, description = "Approvals per page, 1 to 500 (default 50)"),
+        ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page"),
+        ("status" = Option<String>, Query, description = "Only this state: pending or executing"),
+    ),
     responses((status = 200, body = ApprovalList,
         example = json!({"approvals": [{"uuid": "f83d7736-9d7f-4ec0-a960-8d636a22df6d", "conversation_id": "bb77af30-9945-40e6-8a98-3214f774d0c5",
             "tool_name": "resources_add", "tool_args": {"name": "web-1", "value": 42},
             "description": "resources_add with arguments {\"name\":\"web-1\",\"value\":42}", "created_at": "2026-01-02T03:04:05Z",
-            "call_id": "call_1", "node": "resource-manager", "state": "pending"}]}))))]
+            "call_id": "call_1", "node": "resource-manager", "state": "pending"}]})),
+        (status = 400, description = "A bad limit, cursor or status, or an unknown parameter", body = ErrorBody,
+            example = json!({"error": {"code": "bad_request", "message": "limit must be a whole number from 1 to 500, got \"0\""}}))))]
 pub async fn approvals_index(
     State(state): State<AppState>,
     Caller(caller): Caller,
-) -> Json<ApprovalList> {
+    query: ListQuery,
+) -> Result<Json<ApprovalList>, ApiError> {
+    let status: Option<ApprovalState> =
+        parse_status(query.status.as_deref(), "pending, executing")?;
     let mut approvals = state.engine.pending_approvals();
-    approvals.retain(|a| crate::auth::policy::can_see_approval(&caller, a));
-    Json(ApprovalList { approvals })
+    approvals.retain(|a| {
+        crate::auth::policy::can_see_approval(&caller, a) && status.is_none_or(|s| s == a.state)
+    });
+    let key = |a: &PendingApproval| page::Key {
+        at: a.created_at,
+        id: a.uuid,
+    };
+    let (approvals, next_cursor) = query.page.take(approvals, page::Order::Oldest, key);
+    Ok(Json(ApprovalList {
+        approvals,
+        next_cursor,
+    }))
 }

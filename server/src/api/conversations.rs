@@ -12,7 +12,7 @@ use axum::response::Response;
 
 use super::access;
 use super::error::ApiError;
-use super::extract::{Caller, Ctx, is_blank, parse_json, parse_uuid};
+use super::extract::{Caller, Ctx, ListQuery, is_blank, parse_json, parse_status, parse_uuid};
 use super::{AppState, conversation_response};
 
 /// Creates a conversation, optionally processing a first message.
@@ -59,21 +59,33 @@ pub async fn conversations_create(
     ))
 }
 
-/// Lists conversations with a status summary.
+/// Lists conversations with a status summary, one page at a time.
 #[utoipa::path(get, path = "/conversations", tag = "conversations",
+    params(
+        ("limit" = Option<usize>, Query, description = "Conversations per page, 1 to 500 (default 50)"),
+        ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page"),
+        ("status" = Option<String>, Query, description = "Only this status: active, waiting_approval, completed or canceled"),
+    ),
     responses((status = 200, body = ConversationList,
         example = json!({"conversations": [{"id": "bb77af30-9945-40e6-8a98-3214f774d0c5", "session_id": "960e5e2e", "status": "waiting_approval",
             "message_count": 3, "title": "add resource web-1 with value 42", "created_at": "2026-01-02T03:04:05Z", "updated_at": "2026-01-02T03:04:05Z"}],
-            "summary": {"total": 1, "active": 0, "waiting_approval": 1, "completed": 0, "canceled": 0}}))))]
+            "summary": {"total": 1, "active": 0, "waiting_approval": 1, "completed": 0, "canceled": 0}})),
+        (status = 400, description = "A bad limit, cursor or status, or an unknown parameter", body = ErrorBody,
+            example = json!({"error": {"code": "bad_request", "message": "limit must be a whole number from 1 to 500, got \"0\""}}))))]
 pub async fn conversations_index(
     State(state): State<AppState>,
     Caller(caller): Caller,
-) -> Json<ConversationList> {
-    Json(
-        state
-            .engine
-            .list_where(|c| crate::auth::policy::can_read(&caller, c)),
-    )
+    query: ListQuery,
+) -> Result<Json<ConversationList>, ApiError> {
+    let status = parse_status(
+        query.status.as_deref(),
+        "active, waiting_approval, completed, canceled",
+    )?;
+    Ok(Json(state.engine.list_where(
+        |c| crate::auth::policy::can_read(&caller, c),
+        status,
+        query.page,
+    )))
 }
 
 /// Returns one conversation with all its messages and pending approval.

@@ -88,10 +88,12 @@ impl From<EngineError> for ApiError {
                 conversation: Some(Box::new((*conversation).clone())),
                 ..ApiError::new(StatusCode::BAD_GATEWAY, "llm_error", message)
             },
+            // Never an answer that is not stored; retrying later is right
+            // (a database that comes back, a disk with room again).
             EngineError::Store(_) => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "storage_error",
-                "the conversation could not be saved; see the server log",
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                "the conversation store is unavailable, so this could not be recorded; retry later (the server log says more)",
             ),
             EngineError::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
             EngineError::ShuttingDown => {

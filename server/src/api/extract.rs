@@ -8,6 +8,8 @@ use axum::http::{HeaderMap, header};
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
+use crate::engine::PageRequest;
+
 use super::error::ApiError;
 use crate::auth::{Credential, Principal};
 use crate::context::{
@@ -152,3 +154,55 @@ pub fn session_from_headers(headers: &HeaderMap) -> Option<String> {
 /// The session id chosen for a request (request extension).
 #[derive(Debug, Clone)]
 pub struct SessionId(pub String);
+
+/// A listing's query: `?limit=&cursor=&status=` (nothing else). Parsed by
+/// hand so that each bad value gets a 400 naming it.
+pub struct ListQuery {
+    /// The page asked for.
+    pub page: PageRequest,
+    /// `status=`, as given.
+    pub status: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+            .map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))?;
+        let mut seen = std::collections::HashMap::new();
+        for (name, value) in pairs {
+            if !matches!(name.as_str(), "limit" | "cursor" | "status") {
+                return Err(ApiError::bad_request(format!(
+                    "unknown query parameter {name:?}; this listing takes limit, cursor and status"
+                )));
+            }
+            if seen.insert(name.clone(), value).is_some() {
+                return Err(ApiError::bad_request(format!(
+                    "query parameter {name:?} is given twice"
+                )));
+            }
+        }
+        let get = |name: &str| seen.get(name).map(String::as_str);
+        let page =
+            PageRequest::parse(get("limit"), get("cursor")).map_err(ApiError::bad_request)?;
+        Ok(ListQuery {
+            page,
+            status: get("status").map(str::to_string),
+        })
+    }
+}
+
+/// A `status=` value as one of `allowed` (its snake_case names).
+pub fn parse_status<T: DeserializeOwned>(
+    raw: Option<&str>,
+    allowed: &str,
+) -> Result<Option<T>, ApiError> {
+    raw.map(|text| {
+        serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|_| {
+            ApiError::bad_request(format!("status must be one of {allowed}, got {text:?}"))
+        })
+    })
+    .transpose()
+}

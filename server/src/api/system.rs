@@ -3,6 +3,7 @@
 use asg_shared::rest::{Health, HealthDetails, ToolList};
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 
 use super::AppState;
 
@@ -14,19 +15,34 @@ use super::AppState;
 /// was unreachable at startup is `unavailable` (retried in the background;
 /// its tools are missing meanwhile) and the status is then `degraded`,
 /// still with 200: the agent serves, so it stays in the load balancer.
+/// `details.store` is `unavailable` when the PostgreSQL store cannot be
+/// reached: the status is then `unavailable` with 503, so a load balancer
+/// sends requests elsewhere until the database is back.
 #[utoipa::path(get, path = "/health", tag = "system",
-    responses((status = 200, body = Health,
-        example = json!({"status": "ok", "details": {"quarantined_files": 0,
-            "mcp_servers": [{"name": "resources", "transport": "http", "status": "ready", "tools": 3}]}}))))]
-pub async fn health(State(state): State<AppState>) -> Json<Health> {
+    responses(
+        (status = 200, body = Health,
+            example = json!({"status": "ok", "details": {"quarantined_files": 0, "store": "ok",
+                "mcp_servers": [{"name": "resources", "transport": "http", "status": "ready", "tools": 3}]}})),
+        (status = 503, description = "The database of the store cannot be reached", body = Health,
+            example = json!({"status": "unavailable", "details": {"quarantined_files": 0, "store": "unavailable"}})),
+    ))]
+pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let tools = state.engine.tools();
-    Json(Health {
-        status: if tools.all_ready() { "ok" } else { "degraded" }.to_string(),
+    let store_up = state.engine.store_is_up();
+    let (code, status) = match (store_up, tools.all_ready()) {
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        (true, true) => (StatusCode::OK, "ok"),
+        (true, false) => (StatusCode::OK, "degraded"),
+    };
+    let health = Health {
+        status: status.to_string(),
         details: Some(HealthDetails {
             quarantined_files: state.quarantined_files,
             mcp_servers: tools.health(),
+            store: if store_up { "ok" } else { "unavailable" }.to_string(),
         }),
-    })
+    };
+    (code, Json(health))
 }
 
 /// Every tool the agent can call, with its input schema and whether it

@@ -493,6 +493,6 @@ async fn the_index_links_every_page_and_health_has_details() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         health,
-        json!({"status": "ok", "details": {"quarantined_files": 0}})
+        json!({"status": "ok", "details": {"quarantined_files": 0, "store": "ok"}})
     );
 }

@@ -27,6 +27,8 @@ mod expiry;
 mod history;
 mod index;
 mod llm_node;
+pub mod page;
+mod pause;
 pub mod pin;
 mod reconcile;
 pub mod rules;
@@ -59,6 +61,7 @@ pub use choice::Choice;
 pub use expiry::{EXPIRY_ROLE, EXPIRY_SUBJECT, ExpiryPolicy, expiry_actor, is_expiry};
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
+pub use page::PageRequest;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
 use crate::auth::policy;
@@ -261,10 +264,9 @@ impl Engine {
         for mut conversation in loaded {
             if approval::recover_interrupted(&mut conversation, Utc::now()) {
                 tracing::warn!(conversation = %conversation.id, "a turn was interrupted by a restart; recorded as interrupted, nothing re-run");
-                parts
-                    .store
-                    .save(&conversation)
-                    .map_err(|e| EngineError::Store(e.to_string()))?;
+                let saved = Arc::new(conversation);
+                save_blocking(&parts.store, saved.clone()).await?;
+                conversation = Arc::unwrap_or_clone(saved);
             }
             index.insert(conversation);
         }
@@ -350,10 +352,11 @@ impl Engine {
             let _guard = slot.lock().await;
             let mut conversation = (*slot.snapshot()).clone();
             if approval::recover_interrupted(&mut conversation, Utc::now()) {
-                if let Err(error) = self.inner.store.save(&conversation) {
+                let conversation = Arc::new(conversation);
+                if let Err(error) = save_blocking(&self.inner.store, conversation.clone()).await {
                     tracing::error!(conversation = %conversation.id, %error, "cannot record an interrupted turn");
                 }
-                slot.publish(Arc::new(conversation));
+                slot.publish(conversation);
             }
         }
     }
@@ -524,12 +527,13 @@ impl Engine {
         self.spawn_turn(async move {
             let _guard = slot.lock().await;
             let conversation = (*slot.snapshot()).clone();
-            let pending = conversation
-                .pending_approval
-                .as_ref()
-                .and_then(|p| approval::resolvable(&conversation, p.uuid))
-                .cloned()
-                .ok_or(EngineError::NotCancelable(id))?;
+            let cancelable = conversation
+                .pending()
+                .iter()
+                .any(|p| approval::resolvable(&conversation, p.uuid).is_some());
+            if !cancelable {
+                return Err(EngineError::NotCancelable(id));
+            }
             let by = policy::actor(&ctx.caller(), None, ctx.via);
             let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
             let decision = Decision {
@@ -537,10 +541,22 @@ impl Engine {
                 reason,
                 by,
             };
-            let result = turn.cancel(pending, decision).await;
+            let result = turn.cancel(decision).await;
             settle(&inner, &slot, result).await
         })
         .await
+    }
+
+    /// Whether the store can be used now (the error is logged, not
+    /// returned: `/health` is public).
+    pub fn store_is_up(&self) -> bool {
+        match self.inner.store.health() {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::debug!(%error, "the store is unavailable");
+                false
+            }
+        }
     }
 
     /// True while a turn (message, decision) runs on the conversation.
@@ -571,34 +587,37 @@ impl Engine {
 
     /// Summaries of every conversation, newest first, with counts.
     pub fn list(&self) -> ConversationList {
-        self.list_where(|_| true)
+        self.list_where(|_| true, None, PageRequest::default())
     }
 
-    /// Summaries of the conversations `visible` accepts, newest first,
-    /// with their counts.
-    pub fn list_where(&self, visible: impl Fn(&Conversation) -> bool) -> ConversationList {
+    /// One page of summaries of the conversations `visible` accepts (and
+    /// of `status`, when given), newest first, with the counts of all
+    /// visible ones.
+    pub fn list_where(
+        &self,
+        visible: impl Fn(&Conversation) -> bool,
+        status: Option<ConversationStatus>,
+        page: PageRequest,
+    ) -> ConversationList {
         let mut summary = StatusSummary::default();
-        let mut conversations: Vec<ConversationSummary> = self
+        let listed: Vec<Arc<Conversation>> = self
             .inner
             .index
             .snapshots()
             .into_iter()
             .filter(|c| visible(c))
-            .map(|c| {
-                summary.total += 1;
-                match c.status {
-                    ConversationStatus::Active => summary.active += 1,
-                    ConversationStatus::WaitingApproval => summary.waiting_approval += 1,
-                    ConversationStatus::Completed => summary.completed += 1,
-                    ConversationStatus::Canceled => summary.canceled += 1,
-                }
-                summarize(&c)
-            })
+            .inspect(|c| summary.count(c.status))
+            .filter(|c| status.is_none_or(|s| s == c.status))
             .collect();
-        conversations.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        let key = |c: &Arc<Conversation>| page::Key {
+            at: c.created_at,
+            id: c.id,
+        };
+        let (listed, next_cursor) = page.take(listed, page::Order::Newest, key);
         ConversationList {
-            conversations,
+            conversations: listed.iter().map(|c| summarize(c)).collect(),
             summary,
+            next_cursor,
         }
     }
 
@@ -608,8 +627,8 @@ impl Engine {
             .inner
             .index
             .snapshots()
-            .into_iter()
-            .filter_map(|c| c.pending_approval.clone())
+            .iter()
+            .flat_map(|c| c.pending().to_vec())
             .map(|mut pending| {
                 pending.config_changed = self.inner.config_changed(&pending);
                 pending
@@ -631,6 +650,7 @@ async fn create_turn(
         session_id: ctx.session_id.clone(),
         status: ConversationStatus::Active,
         messages: vec![new_message(Role::System, inner.tree.root_prompt())],
+        pending_approvals: Vec::new(),
         pending_approval: None,
         pipeline_state: None,
         turn_in_progress: false,
@@ -662,8 +682,8 @@ async fn send_turn(
     let conversation = (*slot.snapshot()).clone();
     match conversation.status {
         ConversationStatus::WaitingApproval => {
-            if let Some(pending) = conversation.pending_approval {
-                return Err(EngineError::WaitingApproval(Box::new(pending)));
+            if let Some(pending) = conversation.pending().first() {
+                return Err(EngineError::WaitingApproval(Box::new(pending.clone())));
             }
         }
         ConversationStatus::Completed | ConversationStatus::Canceled => {
@@ -727,6 +747,18 @@ async fn decision_turn(
 /// Ends a turn: a turn that stopped on an error path may still be marked
 /// in progress (saved so, cleared now), and subscribers learn how it
 /// ended. Runs while the turn still holds the conversation's lock.
+/// Saves `conversation` on the blocking pool (stores block).
+async fn save_blocking(
+    store: &Arc<dyn Store>,
+    conversation: Arc<Conversation>,
+) -> Result<(), EngineError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || store.save(&conversation))
+        .await
+        .map_err(|e| EngineError::Store(e.to_string()))?
+        .map_err(|e| EngineError::Store(e.to_string()))
+}
+
 async fn settle(
     inner: &Inner,
     slot: &Slot,
@@ -735,6 +767,16 @@ async fn settle(
     let snapshot = slot.snapshot();
     if snapshot.turn_in_progress {
         let mut conversation = (*snapshot).clone();
+        let stuck = conversation
+            .pending()
+            .iter()
+            .any(|p| p.state == asg_shared::ApprovalState::Executing);
+        if stuck {
+            // The call was started and its result never recorded: it may
+            // have run, so it is reported as interrupted, never re-run, and
+            // its parallel siblings can still be decided.
+            approval::recover_interrupted(&mut conversation, Utc::now());
+        }
         conversation.turn_in_progress = false;
         conversation.updated_at = Utc::now();
         let conversation = Arc::new(conversation);
@@ -796,7 +838,8 @@ fn summarize(conversation: &Conversation) -> ConversationSummary {
         status: conversation.status,
         message_count: conversation.messages.len(),
         title,
-        pending_approval: conversation.pending_approval.clone(),
+        pending_approval: conversation.pending().first().cloned(),
+        pending_approvals: conversation.pending().to_vec(),
         created_at: conversation.created_at,
         updated_at: conversation.updated_at,
     }
