@@ -91,6 +91,11 @@ cargo build --quiet -p asg-shared --target wasm32-unknown-unknown
 step "web chat bundle (trunk, wasm-bindgen, wasm-opt)"
 bash scripts/build-web.sh
 
+step "PostgreSQL for the store tests"
+# shellcheck source=scripts/test-postgres.sh
+source scripts/test-postgres.sh
+ensure_postgres
+
 step "cargo test (unit, router and scenario tests)"
 cargo test
 

@@ -25,7 +25,7 @@ use crate::engine::{
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
 use crate::notify::Notifier;
-use crate::store::{JsonFileStore, Store};
+use crate::store::{JsonFileStore, PgStore, Store};
 
 /// A startup failure, with a message meant for the operator.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +55,7 @@ impl App {
         config_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<App, StartupError> {
-        let (store, audit) = open_storage(&config)?;
+        let (store, audit) = open_storage(&config, env).await?;
         let auth = Authenticator::from_config(&config.auth, env).map_err(StartupError)?;
         warn_if_open(&config, &auth);
         let tools = start_tools(&config).await?;
@@ -174,14 +174,31 @@ pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 /// A loud warning when the agent listens beyond loopback with no
 /// credentials required: anyone who reaches the port can approve.
 /// The conversation store and the audit log under `data_dir` (created).
-fn open_storage(config: &AgentConfig) -> Result<(Arc<JsonFileStore>, AuditLog), StartupError> {
+/// The conversation store (PostgreSQL with `store.url` or
+/// `DATABASE_URL`, else JSON files in `data_dir`) and the audit log.
+async fn open_storage(
+    config: &AgentConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Arc<dyn Store>, AuditLog), StartupError> {
     let data_dir = config.data_dir.display();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| StartupError(format!("cannot create data_dir {data_dir}: {e}")))?;
-    let store = JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?;
+    let store: Arc<dyn Store> = match config.store.database_url(env).map_err(StartupError)? {
+        Some(url) => Arc::new(
+            PgStore::open(&url, config.store.max_connections)
+                .await
+                .map_err(|e| StartupError(e.to_string()))?,
+        ),
+        None => {
+            tracing::info!(dir = %data_dir, "using the JSON store (no store.url or DATABASE_URL)");
+            Arc::new(
+                JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?,
+            )
+        }
+    };
     let audit = AuditLog::open(&config.data_dir)
         .map_err(|e| StartupError(format!("cannot open the audit log in {data_dir}: {e}")))?;
-    Ok((Arc::new(store), audit))
+    Ok((store, audit))
 }
 
 /// What the agent can call: MCP servers, sub-agents, the catalog that

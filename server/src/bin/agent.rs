@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use agent_server::app::{App, exit_code, init_logging, shutdown_signal};
 use agent_server::config::AgentConfig;
+use agent_server::store::postgres;
 use clap::Parser;
 
 /// Agent Stop and Go: an agent server that stops before destructive actions
@@ -13,8 +14,16 @@ use clap::Parser;
 #[command(version, about)]
 struct Args {
     /// The agent configuration file.
-    #[arg(long, short, default_value = "config/agent.yaml", env = "AGENT_CONFIG")]
+    #[arg(
+        long,
+        short,
+        default_value = "config/agent.yaml",
+        env = "AGENT_CONFIG",
+        global = true
+    )]
     config: PathBuf,
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Overrides `host` from the configuration.
     #[arg(long)]
     host: Option<String>,
@@ -26,10 +35,40 @@ struct Args {
     data_dir: Option<PathBuf>,
 }
 
+/// What to do instead of serving.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Creates or migrates the PostgreSQL store's schema (`store.url` or
+    /// `DATABASE_URL`), then exits. The agent also does it at startup.
+    Migrate,
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     init_logging();
-    exit_code(run(Args::parse()).await)
+    let args = Args::parse();
+    exit_code(match args.command {
+        Some(Command::Migrate) => migrate(&args.config).await,
+        None => run(args).await,
+    })
+}
+
+/// `agent migrate`: the database schema alone.
+async fn migrate(config: &std::path::Path) -> Result<(), String> {
+    let config = AgentConfig::load(config).map_err(|e| e.to_string())?;
+    let env = |name: &str| std::env::var(name).ok();
+    let Some(url) = config.store.database_url(&env)? else {
+        return Err(
+            "no database: set store.url or DATABASE_URL (the JSON files need no migration)"
+                .to_string(),
+        );
+    };
+    let pool = postgres::connect(&url, 1)
+        .await
+        .map_err(|e| e.to_string())?;
+    postgres::migrate(&pool).await.map_err(|e| e.to_string())?;
+    println!("database {} is migrated", postgres::describe(&url));
+    Ok(())
 }
 
 async fn run(args: Args) -> Result<(), String> {

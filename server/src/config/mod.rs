@@ -96,12 +96,89 @@ pub struct AgentConfig {
     /// Which callback URLs A2A push notifications may use.
     #[serde(default)]
     pub a2a_push: crate::notify::A2aPushConfig,
+    /// Where conversations are stored: PostgreSQL when `store.url` (or
+    /// `DATABASE_URL`) is set, else JSON files in `data_dir`.
+    #[serde(default)]
+    pub store: StoreConfig,
     /// Sub-agents offered to one node only (name -> node): an `llm`
     /// node's own `a2a:` entries, and the inline peers of `a2a` nodes
     /// (named after their node, so offered to no `llm` node). Filled by
     /// validation, which moves them into `a2a`.
     #[serde(skip)]
     pub sub_agent_scopes: BTreeMap<String, String>,
+}
+
+/// `store:` section.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://user:password@host/db`; `${VAR}` expands. Absent: the
+    /// `DATABASE_URL` environment variable, else the JSON files.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Most pooled connections to the database.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            url: None,
+            max_connections: default_max_connections(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreConfig {
+    // The URL may carry a password: only its database part is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field(
+                "url",
+                &self.url.as_deref().map(crate::store::postgres::describe),
+            )
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
+}
+
+impl StoreConfig {
+    /// The database URL in effect: `store.url` (expanded), else a
+    /// non-empty `DATABASE_URL`; `None` for the JSON files. A `store.url`
+    /// that expands to nothing, or to something else than a postgres://
+    /// URL, is an error (never a silent fall back to the files).
+    pub fn database_url(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<String>, String> {
+        let url = match &self.url {
+            Some(raw) => {
+                let url = expand_env(raw, env);
+                if url.trim().is_empty() {
+                    return Err(format!(
+                        "store.url {raw:?} expands to nothing: set the variable it names, or remove store.url to use the JSON files"
+                    ));
+                }
+                url
+            }
+            None => match env("DATABASE_URL").filter(|u| !u.trim().is_empty()) {
+                Some(url) => url,
+                None => return Ok(None),
+            },
+        };
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(format!(
+                "the store's database URL must be a postgres:// URL, got {}",
+                crate::store::postgres::describe(&url)
+            ));
+        }
+        Ok(Some(url))
+    }
+}
+
+fn default_max_connections() -> u32 {
+    20
 }
 
 /// One A2A sub-agent.
@@ -459,6 +536,15 @@ fn validate_allowed_hosts(hosts: &[String]) -> Result<(), (String, String)> {
 }
 
 /// A reminder comes before the expiry it announces.
+fn validate_store(store: &StoreConfig) -> Result<(), (String, String)> {
+    // The URL is checked once expanded (`StoreConfig::database_url`), at
+    // startup and by `agent migrate`.
+    if store.max_connections == 0 {
+        return Err(("store.max_connections".into(), "must be at least 1".into()));
+    }
+    Ok(())
+}
+
 fn validate_reminder(approval: &ApprovalConfig) -> Result<(), (String, String)> {
     match (approval.remind_after, approval.expires_after) {
         (Some(remind), Some(expires)) if remind >= expires => Err((
@@ -597,6 +683,7 @@ impl AgentConfig {
         if self.max_delegation_depth == 0 {
             return Err(("max_delegation_depth".into(), "must be at least 1".into()));
         }
+        validate_store(&self.store)?;
         if let Some(root) = &self.agent {
             tree::check_agent_refs(root, "agent", &agent_names)?;
         }

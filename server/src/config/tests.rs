@@ -183,3 +183,47 @@ fn compose_agent_configs_are_valid_and_offline_by_default() {
     }
     assert_eq!(checked, 3);
 }
+
+#[test]
+fn the_store_url_is_postgres_or_absent_never_a_silent_fall_back() {
+    let store = |url: Option<&str>| super::StoreConfig {
+        url: url.map(str::to_string),
+        ..Default::default()
+    };
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    let none = env(&[]);
+    assert_eq!(store(None).database_url(&none), Ok(None));
+    let empty = env(&[("DATABASE_URL", "")]);
+    assert_eq!(store(None).database_url(&empty), Ok(None));
+    let db = env(&[("DATABASE_URL", "postgres://a@h/db")]);
+    assert_eq!(
+        store(None).database_url(&db),
+        Ok(Some("postgres://a@h/db".into()))
+    );
+    let from_var = store(Some("${PG_URL}")).database_url(&env(&[("PG_URL", "postgresql://h/x")]));
+    assert_eq!(from_var, Ok(Some("postgresql://h/x".into())));
+    let unset = store(Some("${PG_URL}")).database_url(&none).unwrap_err();
+    assert!(
+        unset.contains("PG_URL") && unset.contains("expands to nothing"),
+        "{unset}"
+    );
+    let wrong = store(None)
+        .database_url(&env(&[("DATABASE_URL", "mysql://u:secret@h/db")]))
+        .unwrap_err();
+    assert!(
+        wrong.contains("postgres://") && !wrong.contains("secret"),
+        "{wrong}"
+    );
+    // The Debug form never shows a password.
+    let shown = format!("{:?}", store(Some("postgres://u:hunter2@h:5432/db")));
+    assert!(
+        shown.contains("h:5432/db") && !shown.contains("hunter2"),
+        "{shown}"
+    );
+}

@@ -227,6 +227,7 @@ mod tests {
                 is_error: false,
                 created_at: now,
             }],
+            pending_approvals: Vec::new(),
             pending_approval: None,
             pipeline_state: None,
             turn_in_progress: false,

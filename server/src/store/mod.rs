@@ -8,10 +8,12 @@
 //! loaded at startup is moved to `data_dir/quarantine/`, never dropped.
 
 mod json_files;
+pub mod postgres;
 
 use asg_shared::Conversation;
 
 pub use json_files::JsonFileStore;
+pub use postgres::PgStore;
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -32,4 +34,12 @@ pub trait Store: Send + Sync + 'static {
     fn quarantined(&self) -> usize {
         0
     }
+    /// Whether the store can be used now (`GET /health`), from what the
+    /// store last saw: never blocks. The JSON files always can.
+    fn health(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

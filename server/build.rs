@@ -1,0 +1,5 @@
+// Rebuild when a migration is added or changed: `sqlx::migrate!` embeds
+// server/migrations/ at compile time.
+fn main() {
+    println!("cargo:rerun-if-changed=migrations");
+}
