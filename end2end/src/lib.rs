@@ -151,6 +151,29 @@ impl Browser {
         panic!("{css} is still shown");
     }
 
+    /// How many elements match `css` now.
+    pub async fn count(&self, css: &str) -> usize {
+        self.client
+            .find_all(Locator::Css(css))
+            .await
+            .map(|found| found.len())
+            .unwrap_or(0)
+    }
+
+    /// Waits until exactly `expected` elements match `css`.
+    pub async fn wait_count(&self, css: &str, expected: usize) {
+        let deadline = Instant::now() + PAGE_TIMEOUT;
+        let mut seen = self.count(css).await;
+        while seen != expected {
+            assert!(
+                Instant::now() < deadline,
+                "{css}: {seen} shown, expected {expected}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            seen = self.count(css).await;
+        }
+    }
+
     /// Types into the composer and sends with Enter.
     pub async fn send_message(&self, text: &str) {
         let composer = self.wait_for("#composer").await;

@@ -6,7 +6,6 @@
 
 use asg_end2end::{Browser, web_dist};
 use asg_tests::{Agent, AgentOptions, WebServer, testdata};
-use fantoccini::Locator;
 use serde_json::Value;
 
 /// Replaces the editor's text with `text` and presses "Approve with these
@@ -27,16 +26,6 @@ async fn submit_arguments(browser: &Browser, text: &str) {
 async fn send_when_idle(browser: &Browser, text: &str) {
     browser.wait_gone("#working").await;
     browser.send_message(text).await;
-}
-
-/// How many elements match `css` now.
-async fn count(browser: &Browser, css: &str) -> usize {
-    browser
-        .client
-        .find_all(Locator::Css(css))
-        .await
-        .map(|found| found.len())
-        .unwrap_or(0)
 }
 
 /// The open conversation, read from the agent (its id is in the URL).
@@ -72,8 +61,8 @@ async fn approve_with_edited_arguments(browser: &Browser, agent: &Agent) {
         .await;
     assert!(refused.contains("value"), "{refused}");
     // Still pending, the editor still open, no banner.
-    assert_eq!(count(browser, "#approval-panel").await, 1);
-    assert_eq!(count(browser, "#error-banner").await, 0);
+    assert_eq!(browser.count("#approval-panel").await, 1);
+    assert_eq!(browser.count("#error-banner").await, 0);
     browser.screenshot("edit-args-refused").await;
 
     submit_arguments(browser, r#"{"name": "web-2", "value": 7}"#).await;
@@ -111,7 +100,7 @@ async fn approve_and_always_allow(browser: &Browser, agent: &Agent) {
     browser
         .wait_text("#messages .message.assistant", "web-4")
         .await;
-    assert_eq!(count(browser, "#approval-panel").await, 0);
+    assert_eq!(browser.count("#approval-panel").await, 0);
     browser.screenshot("always-allowed").await;
     let conversation = open_conversation(browser, agent).await;
     assert_eq!(conversation["grants"][0]["tool"], "resources_add");

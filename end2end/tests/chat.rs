@@ -5,7 +5,6 @@ use asg_end2end::{Browser, web_dist};
 use asg_tests::{
     Agent, AgentOptions, WebServer, approval_uuid, conversation_id, testdata, workspace_root,
 };
-use fantoccini::Locator;
 use serde_json::{Value, json};
 
 struct Stack {
@@ -214,16 +213,6 @@ async fn ts021_proxy_approval_from_agent_b_approved_in_the_browser() {
     browser.close().await;
 }
 
-/// How many elements match `css` now.
-async fn count(browser: &Browser, css: &str) -> usize {
-    browser
-        .client
-        .find_all(Locator::Css(css))
-        .await
-        .map(|found| found.len())
-        .unwrap_or(0)
-}
-
 /// Evaluates a JavaScript expression in the page, as a string.
 async fn page_value(browser: &Browser, expression: &str) -> String {
     let value = browser
@@ -249,15 +238,12 @@ async fn agent_markdown_renders_and_html_in_it_stays_text() {
     browser
         .wait_text(&format!("{answer} ul li"), "second item")
         .await;
-    assert_eq!(count(&browser, &format!("{answer} ul li")).await, 2);
+    assert_eq!(browser.count(&format!("{answer} ul li")).await, 2);
     browser
         .wait_text(&format!("{answer} pre code"), "echo markdown-code")
         .await;
     // The user's own text is never Markdown.
-    assert_eq!(
-        count(&browser, "#messages .message.user .markdown").await,
-        0
-    );
+    assert_eq!(browser.count("#messages .message.user .markdown").await, 0);
 
     browser.send_message("now some html").await;
     browser
@@ -266,10 +252,10 @@ async fn agent_markdown_renders_and_html_in_it_stays_text() {
     browser
         .wait_text(answer, "<script>window.pwned = 1</script>")
         .await;
-    assert_eq!(count(&browser, "#messages img").await, 0);
-    assert_eq!(count(&browser, "#messages script").await, 0);
+    assert_eq!(browser.count("#messages img").await, 0);
+    assert_eq!(browser.count("#messages script").await, 0);
     assert_eq!(
-        count(&browser, "#messages a").await,
+        browser.count("#messages a").await,
         0,
         "javascript: link kept"
     );
@@ -331,7 +317,7 @@ async fn an_approval_in_another_conversation_reaches_the_counter_and_sidebar_liv
         .await;
     browser.wait_for(&format!("{item} .pending-marker")).await;
     // Still on the first conversation, same page.
-    assert_eq!(count(&browser, "#approval-panel").await, 0);
+    assert_eq!(browser.count("#approval-panel").await, 0);
     assert_eq!(page_value(&browser, "window.notReloaded").await, "true");
     browser.screenshot("inbox-pending-elsewhere").await;
 

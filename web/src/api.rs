@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use asg_shared::PendingApproval;
 use asg_shared::events::{ConversationEvent, InboxEvent};
 use asg_shared::rest::{
     ApprovalList, ApprovalRequest, ConversationList, ConversationResponse,
@@ -24,7 +25,8 @@ use uuid::Uuid;
 use crate::logic::errors::RequestError;
 use crate::logic::events::parse_event;
 use crate::logic::inbox::parse_inbox_event;
-use crate::logic::url::{events_path, grant_path, inbox_path};
+use crate::logic::pages::{APPROVALS_PAGE_LIMIT, ApprovalPages};
+use crate::logic::url::{events_path, grant_path, inbox_path, page_path};
 
 /// The REST prefix proxied to the agent.
 const API: &str = "/api";
@@ -91,14 +93,26 @@ pub async fn logout() -> Result<String, RequestError> {
     read::<Next>(response).await.map(|n| n.redirect)
 }
 
-/// `GET /conversations`: summaries, newest first, and counts by status.
-pub async fn list_conversations() -> Result<ConversationList, RequestError> {
-    get("/conversations").await
+/// `GET /conversations`: one page of summaries, newest first (the first
+/// page, or the one after `cursor`), and counts by status.
+pub async fn list_conversations(cursor: Option<&str>) -> Result<ConversationList, RequestError> {
+    get(&page_path("/conversations", None, cursor)).await
 }
 
-/// `GET /approvals`: pending approvals across conversations.
-pub async fn list_approvals() -> Result<ApprovalList, RequestError> {
-    get("/approvals").await
+/// `GET /approvals`: the pending approvals across conversations, oldest
+/// first, every page (500 a page, at most
+/// [`crate::logic::pages::MAX_APPROVAL_PAGES`] pages).
+pub async fn list_approvals() -> Result<Vec<PendingApproval>, RequestError> {
+    let mut pages = ApprovalPages::default();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = page_path("/approvals", Some(APPROVALS_PAGE_LIMIT), cursor.as_deref());
+        let page: ApprovalList = get(&path).await?;
+        cursor = pages.take(page.approvals, page.next_cursor);
+        if cursor.is_none() {
+            return Ok(pages.finish());
+        }
+    }
 }
 
 /// `GET /tools`: what the agent can do.

@@ -5,7 +5,7 @@
 //! [`crate::logic::inbox`] (approvals and statuses of every conversation).
 
 use asg_shared::events::ConversationEvent;
-use asg_shared::rest::{ConversationResponse, ConversationSummary, ToolInfo};
+use asg_shared::rest::{ConversationList, ConversationResponse, ConversationSummary, ToolInfo};
 use asg_shared::{Conversation, PendingApproval};
 use leptos::html::Textarea;
 use leptos::prelude::*;
@@ -18,13 +18,16 @@ use crate::logic::choices::{Choice, edit_refusal, request_body};
 use crate::logic::errors::{self, ErrorKind, RequestError, UserError};
 use crate::logic::events::{apply_event, merge_conversation};
 use crate::logic::inbox::{apply_inbox_event, overlay_pending};
+use crate::logic::pages::{Paging, append_page, merge_first_page};
 use crate::logic::url;
 
 /// Everything the views read, plus the live subscription.
 #[derive(Clone, Copy)]
 pub struct AppState {
-    /// Sidebar list, newest first.
+    /// Sidebar list, newest first: the pages loaded so far.
     pub conversations: RwSignal<Vec<ConversationSummary>>,
+    /// The sidebar's paging: the next page's cursor, a fetch running.
+    pub paging: RwSignal<Paging>,
     /// Pending approvals across conversations.
     pub approvals: RwSignal<Vec<PendingApproval>>,
     /// The agent's tools (shown on the empty screen).
@@ -59,6 +62,7 @@ impl AppState {
     pub fn new() -> AppState {
         AppState {
             conversations: RwSignal::new(Vec::new()),
+            paging: RwSignal::new(Paging::default()),
             approvals: RwSignal::new(Vec::new()),
             tools: RwSignal::new(Vec::new()),
             selected: RwSignal::new(None),
@@ -217,9 +221,10 @@ impl AppState {
         });
     }
 
-    /// One fetch of the sidebar list, and of the pending approvals unless
-    /// the live inbox keeps them (a listing may be older than the inbox's
-    /// last event, so the inbox's approvals are laid over it).
+    /// One fetch of the sidebar list's first page, and of the pending
+    /// approvals (every page) unless the live inbox keeps them (a listing
+    /// may be older than the inbox's last event, so the inbox's approvals
+    /// are laid over it).
     async fn load_list(&self) {
         let inbox_live = self.inbox_live.get_untracked() == Some(LiveStatus::Live);
         let approvals = async {
@@ -229,22 +234,69 @@ impl AppState {
                 Some(api::list_approvals().await)
             }
         };
-        let (list, approvals) = futures::join!(api::list_conversations(), approvals);
+        let (list, approvals) = futures::join!(api::list_conversations(None), approvals);
         // The inbox may have gone live (and delivered newer approvals) meanwhile.
         if let Some(Ok(approvals)) = approvals
             && self.inbox_live.get_untracked() != Some(LiveStatus::Live)
         {
-            self.approvals.set(approvals.approvals);
+            self.approvals.set(approvals);
         }
         match list {
-            Ok(mut list) => {
-                self.approvals
-                    .with_untracked(|a| overlay_pending(&mut list.conversations, a));
-                self.conversations.set(list.conversations);
+            Ok(list) => {
+                self.take_first_page(list);
                 self.clear_error_of(&[ErrorKind::AgentUnreachable, ErrorKind::Offline]);
             }
             Err(error) => self.report_request(&error),
         }
+    }
+
+    /// Lays the list's first page over the sidebar, keeping the older
+    /// pages loaded.
+    fn take_first_page(&self, mut list: ConversationList) {
+        self.approvals
+            .with_untracked(|a| overlay_pending(&mut list.conversations, a));
+        self.paging.update(|paging| {
+            self.conversations.update(|current| {
+                merge_first_page(current, paging, list.conversations, list.next_cursor);
+            });
+        });
+    }
+
+    /// Appends the next page of the sidebar list (scrolled near its end,
+    /// or "Load more"); nothing while one is fetched or when none is left.
+    pub fn load_more(&self) {
+        if !self.paging.with_untracked(|p| p.has_more() && !p.loading) {
+            return;
+        }
+        let mut started = None;
+        self.paging.update(|paging| started = paging.start_next());
+        let Some(cursor) = started else {
+            return;
+        };
+        let this = *self;
+        spawn_local(async move {
+            match api::list_conversations(Some(&cursor)).await {
+                Ok(mut page) => {
+                    this.approvals
+                        .with_untracked(|a| overlay_pending(&mut page.conversations, a));
+                    this.paging.update(|paging| {
+                        this.conversations.update(|list| {
+                            append_page(
+                                list,
+                                paging,
+                                &cursor,
+                                page.conversations,
+                                page.next_cursor,
+                            );
+                        });
+                    });
+                }
+                Err(error) => {
+                    this.paging.update(Paging::failed);
+                    this.report_request(&error);
+                }
+            }
+        });
     }
 
     /// Follows the operator inbox for the whole session: the pending count
@@ -485,9 +537,10 @@ impl AppState {
         }
     }
 
-    /// Decides the pending approval. With `refused`, a 422 (edited
-    /// arguments the agent would not take) is shown there, in the editor,
-    /// instead of the banner, and the approval stays pending.
+    /// Decides one pending approval (each is decided on its own). With
+    /// `refused`, a 422 (edited arguments the agent would not take) is
+    /// shown there, in the editor, instead of the banner, and the approval
+    /// stays pending.
     pub fn decide(
         &self,
         approval: Uuid,

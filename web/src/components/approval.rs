@@ -1,49 +1,118 @@
-//! The approval panel: what the agent wants to do, and Approve / Reject
-//! (with an optional reason), Approve & always allow in this
-//! conversation, and approving with edited arguments (a JSON editor).
+//! The approval panel: one card per approval the conversation waits for
+//! (several when `parallel` branches each stopped), each with what the
+//! agent wants to do and its own Approve / Reject (with an optional
+//! reason), Approve & always allow in this conversation (or with these
+//! same arguments), and approving with edited arguments (a JSON editor).
 
 use asg_shared::PendingApproval;
+use chrono::{DateTime, Utc};
 use leptos::html::Textarea;
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::api;
 use crate::components::args::ArgsTable;
+use crate::logic::approvals::{approval_cards, card_element_id, cards_summary, stopped_for};
 use crate::logic::auth::actor_label;
-use crate::logic::choices::{Choice, can_edit, editor_text, parse_arguments};
-use crate::logic::events::shows_approval;
+use crate::logic::choices::{Choice, can_edit, can_remember, editor_text, parse_arguments};
+use crate::logic::expiry::{expiry, next_tick};
+use crate::logic::labels::clock;
 use crate::state::AppState;
 
-/// `#approval-panel`, while the selected conversation waits for a decision.
+/// `#approval-panel`, while the selected conversation waits for decisions:
+/// a card per approval (`.approval-card`), with a line over them when the
+/// run waits for more than one.
 #[component]
 pub fn ApprovalPanel() -> impl IntoView {
     let state = expect_context::<AppState>();
-    // Only a different approval re-renders the panel (a typed reason stays).
-    let pending = Memo::new(move |_| {
+    // Keyed by uuid: a card stays (with its typed reason) while others come
+    // and go.
+    let cards = Memo::new(move |_| {
+        state
+            .conversation
+            .with(|c| c.as_ref().map(approval_cards).unwrap_or_default())
+    });
+    let summary = Memo::new(move |_| {
+        let pending = cards.with(Vec::len);
         state.conversation.with(|c| {
             c.as_ref()
-                .filter(|c| shows_approval(c))
-                .and_then(|c| c.pending_approval.clone())
+                .and_then(|c| cards_summary(pending, stopped_for(c, pending)))
         })
     });
-    move || {
-        pending
-            .get()
-            .map(|approval| view! { <Panel approval=approval /> })
+    let first = Memo::new(move |_| cards.with(|c| c.first().map(|a| a.uuid)));
+    view! {
+        <Show when=move || !cards.with(Vec::is_empty)>
+            <div
+                id="approval-panel"
+                class="approvals"
+                role="region"
+                aria-label="Approvals"
+            >
+                {move || {
+                    summary
+                        .get()
+                        .map(|text| {
+                            view! {
+                                <p
+                                    id="approvals-summary"
+                                    class="approvals-summary"
+                                    role="status"
+                                >
+                                    {text}
+                                </p>
+                            }
+                        })
+                }}
+                <For
+                    each=move || cards.get()
+                    key=|approval| approval.uuid
+                    children=move |approval| {
+                        let uuid = approval.uuid;
+                        let first = Signal::derive(move || first.get() == Some(uuid));
+                        view! { <Card approval=approval first=first /> }
+                    }
+                />
+            </div>
+        </Show>
     }
 }
 
-/// The panel for one pending approval; the typed reason lives as long as
-/// the panel.
+/// The ids of one card's elements: plain on the first card, suffixed with
+/// the approval's uuid on the others ([`card_element_id`]).
+#[derive(Clone, Copy)]
+struct CardIds {
+    uuid: Uuid,
+    first: Signal<bool>,
+}
+
+impl CardIds {
+    fn id(self, base: &'static str) -> impl Fn() -> String + Copy + Send + Sync + 'static {
+        move || card_element_id(base, self.first.get(), self.uuid)
+    }
+}
+
+/// The card for one pending approval; the typed reason lives as long as
+/// the card.
 #[component]
-fn Panel(approval: PendingApproval) -> impl IntoView {
+fn Card(approval: PendingApproval, first: Signal<bool>) -> impl IntoView {
     let state = expect_context::<AppState>();
     let reason = RwSignal::new(String::new());
-    let uuid = approval.uuid;
+    let ids = CardIds {
+        uuid: approval.uuid,
+        first,
+    };
     let editable = can_edit(&approval).then(|| approval.tool_args.clone());
+    let remember = can_remember(&approval);
     view! {
-        <section id="approval-panel" class="approval" aria-labelledby="approval-title">
-            {approval_head(approval.remote_agent_name.clone())}
+        <section
+            class="approval approval-card"
+            data-approval=approval.uuid.to_string()
+            data-node=approval.node.clone().unwrap_or_default()
+            aria-labelledby=ids.id("approval-title")
+        >
+            {approval_head(ids, &approval)}
             <p class="approval-description">{approval.description.clone()}</p>
             <div class="approval-body">
                 {approval_facts(&approval)}
@@ -61,18 +130,24 @@ fn Panel(approval: PendingApproval) -> impl IntoView {
                     }
                 }
             >
-                <ApprovalActions uuid=uuid reason=reason editable=editable.clone() />
+                <ApprovalActions ids=ids reason=reason editable=editable.clone() remember=remember />
             </Show>
         </section>
     }
 }
 
-/// The title, and the remote agent that asked when there is one.
-fn approval_head(remote_agent: Option<String>) -> impl IntoView {
+/// The title, the node that asked (to tell several cards apart), the
+/// remote agent that asked when there is one, and the countdown when
+/// the approval expires.
+fn approval_head(ids: CardIds, approval: &PendingApproval) -> impl IntoView + use<> {
+    let node = approval.node.clone();
+    let remote_agent = approval.remote_agent_name.clone();
+    let expires_at = approval.expires_at;
     view! {
         <div class="approval-head">
             <span class="approval-icon" aria-hidden="true">"!"</span>
-            <h2 id="approval-title">"Approval required"</h2>
+            <h2 id=ids.id("approval-title")>"Approval required"</h2>
+            {node.map(|node| view! { <span class="chip node approval-head-node">{node}</span> })}
             {remote_agent
                 .map(|agent| {
                     view! {
@@ -82,8 +157,50 @@ fn approval_head(remote_agent: Option<String>) -> impl IntoView {
                         </span>
                     }
                 })}
+            {expires_at.map(|expires_at| view! { <ExpiryChip expires_at=expires_at /> })}
         </div>
     }
+}
+
+/// `.approval-expiry` (a chip): "expires in 23 h 59 min", counting down (each
+/// minute, each second in the last two), then "expired".
+#[component]
+fn ExpiryChip(expires_at: DateTime<Utc>) -> impl IntoView {
+    let now = RwSignal::new(browser_now());
+    spawn_local(async move {
+        while let Some(wait) = now
+            .try_get_untracked()
+            .and_then(|t| next_tick(expires_at, t))
+        {
+            api::sleep(wait).await;
+            // The card is gone: stop.
+            if now.try_set(browser_now()).is_some() {
+                break;
+            }
+        }
+    });
+    let shown = Memo::new(move |_| expiry(expires_at, now.get()));
+    let offset = js_sys::Date::new_0().get_timezone_offset() as i32;
+    let title = format!(
+        "Rejected as expired at {} if still undecided",
+        clock(expires_at, offset)
+    );
+    view! {
+        <span
+            class="chip approval-expiry"
+            class:urgent=move || shown.with(|e| e.urgent)
+            class:expired=move || shown.with(|e| e.expired)
+            data-expires-at=expires_at.to_rfc3339()
+            title=title
+        >
+            {move || shown.with(|e| e.text.clone())}
+        </span>
+    }
+}
+
+/// The browser's clock.
+fn browser_now() -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(js_sys::Date::now() as i64).unwrap_or_default()
 }
 
 /// The tool, node, requester and approval id.
@@ -124,34 +241,43 @@ fn approval_facts(approval: &PendingApproval) -> impl IntoView + use<> {
 /// arguments are edited (`editable` holds them when they may be).
 #[component]
 fn ApprovalActions(
-    uuid: Uuid,
+    ids: CardIds,
     reason: RwSignal<String>,
     editable: Option<Map<String, Value>>,
+    remember: bool,
 ) -> impl IntoView {
     let editing = RwSignal::new(false);
     let offer_edit = editable.is_some();
     move || match editable.clone().filter(|_| editing.get()) {
-        Some(args) => view! { <ArgsEditor uuid=uuid args=args editing=editing /> }.into_any(),
+        Some(args) => view! { <ArgsEditor ids=ids args=args editing=editing /> }.into_any(),
         None => view! {
-            <DecisionButtons uuid=uuid reason=reason offer_edit=offer_edit editing=editing />
+            <DecisionButtons
+                ids=ids
+                reason=reason
+                offer_edit=offer_edit
+                remember=remember
+                editing=editing
+            />
         }
         .into_any(),
     }
 }
 
-/// The optional reason, Reject, Edit arguments (when `offer_edit`),
-/// Approve & always allow in this conversation, Approve.
+/// The optional reason, Reject, Edit arguments (when `offer_edit`), the
+/// ways to approve and remember (when `remember`), Approve. Every button
+/// also carries `data-action`, to tell the cards' buttons apart.
 #[component]
 fn DecisionButtons(
-    uuid: Uuid,
+    ids: CardIds,
     reason: RwSignal<String>,
     offer_edit: bool,
+    remember: bool,
     editing: RwSignal<bool>,
 ) -> impl IntoView {
     let state = expect_context::<AppState>();
+    let uuid = ids.uuid;
     let deciding = move || state.busy.get() > 0;
     let approve = move |_| state.decide(uuid, Choice::Approve, None);
-    let always = move |_| state.decide(uuid, Choice::ApproveAlways, None);
     let reject = move |_| {
         let text = reason.get_untracked();
         state.decide(uuid, Choice::Reject(Some(text)), None);
@@ -159,29 +285,83 @@ fn DecisionButtons(
     view! {
         <div class="approval-actions">
             <input
-                id="reject-reason"
+                id=ids.id("reject-reason")
+                class="reject-reason"
                 type="text"
                 placeholder="Reason for rejecting (optional)"
                 aria-label="Reason for rejecting (optional)"
                 prop:value=move || reason.get()
                 on:input=move |ev| reason.set(event_target_value(&ev))
             />
-            <button id="reject" type="button" class="btn danger" disabled=deciding on:click=reject>
+            <button
+                id=ids.id("reject")
+                data-action="reject"
+                type="button"
+                class="btn danger"
+                disabled=deciding
+                on:click=reject
+            >
                 "Reject"
             </button>
             <span class="actions-break" aria-hidden="true"></span>
             <Show when=move || offer_edit>
-                <button id="edit-args" type="button" class="btn" on:click=move |_| editing.set(true)>
+                <button
+                    id=ids.id("edit-args")
+                    data-action="edit-args"
+                    type="button"
+                    class="btn"
+                    on:click=move |_| editing.set(true)
+                >
                     "Edit arguments"
                 </button>
             </Show>
-            <button id="approve-always" type="button" class="btn" disabled=deciding on:click=always>
-                "Approve & always allow in this conversation"
-            </button>
-            <button id="approve" type="button" class="btn primary" disabled=deciding on:click=approve>
+            <Show when=move || remember>
+                <RememberButtons ids=ids />
+            </Show>
+            <button
+                id=ids.id("approve")
+                data-action="approve"
+                type="button"
+                class="btn primary"
+                disabled=deciding
+                on:click=approve
+            >
                 "Approve"
             </button>
         </div>
+    }
+}
+
+/// Approve & always allow the tool in this conversation, or only with
+/// these same arguments.
+#[component]
+fn RememberButtons(ids: CardIds) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let uuid = ids.uuid;
+    let deciding = move || state.busy.get() > 0;
+    let always = move |_| state.decide(uuid, Choice::ApproveAlways, None);
+    let same = move |_| state.decide(uuid, Choice::ApproveSameArguments, None);
+    view! {
+        <button
+            id=ids.id("approve-same-args")
+            data-action="approve-same-args"
+            type="button"
+            class="btn"
+            disabled=deciding
+            on:click=same
+        >
+            "Approve & allow these same arguments"
+        </button>
+        <button
+            id=ids.id("approve-always")
+            data-action="approve-always"
+            type="button"
+            class="btn"
+            disabled=deciding
+            on:click=always
+        >
+            "Approve & always allow in this conversation"
+        </button>
     }
 }
 
@@ -190,7 +370,7 @@ fn DecisionButtons(
 /// tool's schema, or editing not allowed), show beside its buttons; it
 /// stays open.
 #[component]
-fn ArgsEditor(uuid: Uuid, args: Map<String, Value>, editing: RwSignal<bool>) -> impl IntoView {
+fn ArgsEditor(ids: CardIds, args: Map<String, Value>, editing: RwSignal<bool>) -> impl IntoView {
     let state = expect_context::<AppState>();
     let initial = editor_text(&args);
     let rows = initial.lines().count().clamp(4, 14) + 1;
@@ -210,36 +390,75 @@ fn ArgsEditor(uuid: Uuid, args: Map<String, Value>, editing: RwSignal<bool>) -> 
         match parse_arguments(&text) {
             Ok(arguments) => {
                 problem.set(None);
-                state.decide(uuid, Choice::ApproveEdited(arguments), Some(problem));
+                state.decide(ids.uuid, Choice::ApproveEdited(arguments), Some(problem));
             }
             Err(message) => problem.set(Some(message)),
         }
     };
     view! {
-        <div id="args-editor" class="args-editor">
-            <label for="args-json">"Arguments to run (JSON object)"</label>
+        <div id=ids.id("args-editor") class="args-editor">
+            <label for=ids.id("args-json")>"Arguments to run (JSON object)"</label>
             <textarea
-                id="args-json"
+                id=ids.id("args-json")
                 class="args-json"
                 rows=rows.to_string()
                 spellcheck="false"
                 node_ref=textarea
                 aria-invalid=move || problem.with(Option::is_some).to_string()
-                aria-describedby="args-error"
+                aria-describedby=ids.id("args-error")
                 prop:value=initial
             ></textarea>
         </div>
-        // Next to the buttons, so it shows however the panel is scrolled.
+        <EditorButtons
+            ids=ids
+            problem=problem
+            editing=editing
+            deciding=Signal::derive(deciding)
+            submit=submit
+        />
+    }
+}
+
+/// The editor's problem line, Cancel and "Approve with these arguments";
+/// next to each other, so they show however the card is scrolled.
+#[component]
+fn EditorButtons(
+    ids: CardIds,
+    problem: RwSignal<Option<String>>,
+    editing: RwSignal<bool>,
+    deciding: Signal<bool>,
+    submit: impl Fn(leptos::ev::MouseEvent) + 'static,
+) -> impl IntoView {
+    view! {
         <div class="approval-actions args-editor-actions">
             {move || {
                 problem
                     .get()
-                    .map(|p| view! { <p id="args-error" class="args-error" role="alert">{p}</p> })
+                    .map(|p| {
+                        view! {
+                            <p id=ids.id("args-error") class="args-error" role="alert">
+                                {p}
+                            </p>
+                        }
+                    })
             }}
-            <button id="cancel-edit" type="button" class="btn" on:click=move |_| editing.set(false)>
+            <button
+                id=ids.id("cancel-edit")
+                data-action="cancel-edit"
+                type="button"
+                class="btn"
+                on:click=move |_| editing.set(false)
+            >
                 "Cancel"
             </button>
-            <button id="approve-edited" type="button" class="btn primary" disabled=deciding on:click=submit>
+            <button
+                id=ids.id("approve-edited")
+                data-action="approve-edited"
+                type="button"
+                class="btn primary"
+                disabled=deciding
+                on:click=submit
+            >
                 "Approve with these arguments"
             </button>
         </div>

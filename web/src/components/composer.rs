@@ -4,7 +4,7 @@
 use leptos::ev::{KeyboardEvent, SubmitEvent};
 use leptos::prelude::*;
 
-use crate::logic::events::accepts_messages;
+use crate::logic::events::{accepts_messages, waits_for_decision};
 use crate::state::AppState;
 
 /// A fixed-height line that shows `#working` while the agent works (fixed
@@ -36,11 +36,8 @@ pub fn Composer() -> impl IntoView {
     let placeholder = move || {
         if accepts() {
             "Message the agent…  (Enter to send, Shift+Enter for a new line)"
-        } else if state
-            .conversation
-            .with(|c| c.as_ref().is_some_and(|c| c.pending_approval.is_some()))
-        {
-            "Approve or reject the pending action first"
+        } else if state.conversation.with(|c| waits_for_decision(c.as_ref())) {
+            "Approve or reject the pending actions first"
         } else {
             "This conversation is closed — start a new one"
         }

@@ -316,12 +316,9 @@ fn decided(state: AppState, approval: Option<Uuid>) -> Memo<Option<Decided>> {
 fn tool_state(state: AppState, exchange: ToolExchange) -> Memo<ToolState> {
     Memo::new(move |_| {
         let working = state.working();
-        state.conversation.with(|c| {
-            exchange.state(
-                c.as_ref().and_then(|c| c.pending_approval.as_ref()),
-                working,
-            )
-        })
+        state
+            .conversation
+            .with(|c| exchange.state(c.as_ref().map_or(&[], |c| c.pending()), working))
     })
 }
 

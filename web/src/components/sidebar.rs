@@ -1,14 +1,16 @@
 //! The sidebar: "New conversation", the pending-approval count and the
 //! conversation list with status badges and pending markers (kept live by
-//! the operator inbox).
+//! the operator inbox). The list comes in pages: the next one is appended
+//! when it is scrolled near its end, or with "Load more".
 
 use asg_shared::rest::ConversationSummary;
 use leptos::prelude::*;
 
 use crate::api::LiveStatus;
 use crate::logic::auth::{AuthState, display_name, roles_label};
-use crate::logic::inbox::is_pending;
+use crate::logic::inbox::{pending_count, pending_marker};
 use crate::logic::labels::{clock, conversation_title, count, status_label};
+use crate::logic::pages::{LOAD_MARGIN_PX, Paging, Scroll, near_end};
 use crate::state::AppState;
 
 /// The sidebar (a strip above the chat on narrow screens).
@@ -61,17 +63,71 @@ pub fn Sidebar() -> impl IntoView {
                     {move || if pending() == 1 { "pending approval" } else { "pending approvals" }}
                 </span>
             </button>
-            <ul id="conversation-list" class="conversation-list">
-                <For
-                    each=move || state.conversations.get()
-                    key=|c| (c.id, c.status, c.message_count, c.title.clone())
-                    children=move |summary| view! { <Item summary=summary /> }
-                />
-                <Show when=move || state.conversations.with(Vec::is_empty)>
-                    <li class="list-empty">"No conversations yet."</li>
-                </Show>
-            </ul>
+            <ConversationList />
         </aside>
+    }
+}
+
+/// `#conversation-list`: the pages loaded so far, and "Load more" while
+/// more exist. Scrolling near the end loads the next page, and so does a
+/// list that does not fill its space (checked after every change).
+#[component]
+fn ConversationList() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let list = NodeRef::<leptos::html::Ul>::new();
+    let check_end = move || {
+        let Some(element) = list.get_untracked() else {
+            return;
+        };
+        let scroll = Scroll {
+            top: element.scroll_top(),
+            left: element.scroll_left(),
+            client_height: element.client_height(),
+            client_width: element.client_width(),
+            scroll_height: element.scroll_height(),
+            scroll_width: element.scroll_width(),
+        };
+        if near_end(&scroll, LOAD_MARGIN_PX) {
+            state.load_more();
+        }
+    };
+    // Not on paging changes: a failed fetch is retried by scrolling or
+    // the button, never in a loop.
+    Effect::new(move |_| {
+        state.conversations.with(Vec::len);
+        request_animation_frame(check_end);
+    });
+    let loading = move || state.paging.with(|p| p.loading);
+    view! {
+        <ul
+            id="conversation-list"
+            class="conversation-list"
+            node_ref=list
+            aria-busy=move || loading().to_string()
+            on:scroll=move |_| check_end()
+        >
+            <For
+                each=move || state.conversations.get()
+                key=|c| (c.id, c.status, c.message_count, c.title.clone())
+                children=move |summary| view! { <Item summary=summary /> }
+            />
+            <Show when=move || state.conversations.with(Vec::is_empty)>
+                <li class="list-empty">"No conversations yet."</li>
+            </Show>
+            <Show when=move || state.paging.with(Paging::has_more)>
+                <li class="list-more">
+                    <button
+                        id="load-more"
+                        type="button"
+                        class="btn small"
+                        disabled=loading
+                        on:click=move |_| state.load_more()
+                    >
+                        {move || if loading() { "Loading…" } else { "Load more" }}
+                    </button>
+                </li>
+            </Show>
+        </ul>
     }
 }
 
@@ -143,7 +199,8 @@ fn Item(summary: ConversationSummary) -> impl IntoView {
     let time = clock(summary.updated_at, offset);
     let messages = count(summary.message_count, "message", "messages");
     let selected = move || state.selected.get() == Some(id);
-    let pending = move || state.approvals.with(|a| is_pending(a, id));
+    let waiting = move || state.approvals.with(|a| pending_count(a, id));
+    let pending = move || waiting() > 0;
     view! {
         <li
             class="conversation-item"
@@ -152,6 +209,7 @@ fn Item(summary: ConversationSummary) -> impl IntoView {
             data-id=id.to_string()
             data-status=status.as_str()
             data-pending=move || pending().to_string()
+            data-pending-count=move || waiting().to_string()
             on:click=move |_| state.select(Some(id), true)
         >
             <button
@@ -162,8 +220,8 @@ fn Item(summary: ConversationSummary) -> impl IntoView {
             >
                 <span class="conversation-title">
                     <Show when=pending>
-                        <span class="pending-marker" title="Waiting for an approval">
-                            "!"
+                        <span class="pending-marker" title=move || pending_marker(waiting()).1>
+                            {move || pending_marker(waiting()).0}
                         </span>
                     </Show>
                     {title.clone()}

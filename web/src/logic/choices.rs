@@ -1,6 +1,7 @@
 //! The choices of an approver beyond Approve / Reject: approving with
 //! edited arguments (the JSON editor's text checked before sending),
-//! approving and remembering for the conversation, and the conversation's
+//! approving and remembering for the conversation (or for the same
+//! arguments), and the conversation's
 //! remembered approvals ("grants") with who gave them. Also what a decided
 //! tool card says about an edited or remembered approval.
 
@@ -23,6 +24,9 @@ pub enum Choice {
     /// Run the call, and later calls of the tool in this conversation
     /// without asking.
     ApproveAlways,
+    /// Run the call, and later calls of the tool with equal arguments in
+    /// this conversation without asking.
+    ApproveSameArguments,
     /// Do not run it; the optional reason is recorded.
     Reject(Option<String>),
 }
@@ -43,6 +47,10 @@ pub fn request_body(choice: Choice) -> ApprovalRequest {
             remember: Some(GrantScope::Conversation),
             ..approve
         },
+        Choice::ApproveSameArguments => ApprovalRequest {
+            remember: Some(GrantScope::SameArguments),
+            ..approve
+        },
         Choice::Reject(reason) => ApprovalRequest {
             approved: Some(false),
             reason: reason.filter(|r| !r.trim().is_empty()),
@@ -55,6 +63,13 @@ pub fn request_body(choice: Choice) -> ApprovalRequest {
 /// rule (`no_edit`) and not a sub-agent's approval (edited over there).
 pub fn can_edit(approval: &PendingApproval) -> bool {
     !approval.no_edit && approval.remote_task_id.is_none()
+}
+
+/// True when approving may be remembered ("Approve & always allow …"):
+/// not for a sub-agent's approval, whose tool is the sub-agent's (the
+/// agent refuses it; remember it over there).
+pub fn can_remember(approval: &PendingApproval) -> bool {
+    approval.remote_task_id.is_none()
 }
 
 /// The editor's starting text: the requested arguments, pretty-printed.
@@ -193,6 +208,14 @@ mod tests {
             json!({"approved": true, "remember": "conversation"})
         );
         assert_eq!(
+            body(Choice::ApproveSameArguments),
+            json!({"approved": true, "remember": "same_arguments"})
+        );
+        assert_eq!(
+            request_body(Choice::ApproveSameArguments).decision(),
+            Ok(true)
+        );
+        assert_eq!(
             body(Choice::Reject(Some("not today".into()))),
             json!({"approved": false, "reason": "not today"})
         );
@@ -254,6 +277,18 @@ mod tests {
         let mut remote = approval(2, "call_2");
         remote.remote_task_id = Some("task-1".into());
         assert!(!can_edit(&remote));
+    }
+
+    #[test]
+    fn remembering_is_offered_unless_remote() {
+        let mut pending = approval(1, "call_1");
+        pending.no_edit = true;
+        assert!(
+            can_remember(&pending),
+            "a rule's edit: false still remembers"
+        );
+        pending.remote_task_id = Some("task-1".into());
+        assert!(!can_remember(&pending));
     }
 
     fn grant(tool: &str, scope: GrantScope, name: Option<&str>) -> Grant {

@@ -2,7 +2,7 @@
 //! answers to the conversation on screen.
 
 use asg_shared::events::ConversationEvent;
-use asg_shared::{Conversation, ConversationStatus};
+use asg_shared::{Conversation, ConversationStatus, PendingApproval};
 
 /// What the view should do besides showing the updated conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,18 +44,13 @@ pub fn apply_event(current: &mut Option<Conversation>, event: ConversationEvent)
         ConversationEvent::ApprovalRequested { approval } => {
             if let Some(conversation) = current {
                 conversation.status = ConversationStatus::WaitingApproval;
-                conversation.pending_approval = Some(approval);
+                add_pending(conversation, approval);
             }
             effects.refresh_list = true;
         }
         ConversationEvent::ApprovalResolved { uuid, .. } => {
-            if let Some(conversation) = current
-                && conversation
-                    .pending_approval
-                    .as_ref()
-                    .is_some_and(|p| p.uuid == uuid)
-            {
-                conversation.pending_approval = None;
+            if let Some(conversation) = current {
+                conversation.take_pending(uuid);
             }
             effects.refresh_list = true;
         }
@@ -63,7 +58,7 @@ pub fn apply_event(current: &mut Option<Conversation>, event: ConversationEvent)
             if let Some(conversation) = current {
                 conversation.status = status;
                 if status != ConversationStatus::WaitingApproval {
-                    conversation.pending_approval = None;
+                    conversation.set_pending(Vec::new());
                 }
             }
             effects.refresh_list = true;
@@ -75,6 +70,16 @@ pub fn apply_event(current: &mut Option<Conversation>, event: ConversationEvent)
         }
     }
     effects
+}
+
+/// Adds a newly pending approval to the conversation's list (in place of
+/// the one with the same uuid, when it is listed already).
+fn add_pending(conversation: &mut Conversation, approval: PendingApproval) {
+    if !conversation.replace_pending(approval.uuid, approval.clone()) {
+        let mut list = conversation.pending().to_vec();
+        list.push(approval);
+        conversation.set_pending(list);
+    }
 }
 
 /// Takes a conversation from a REST answer (create, send, approve, get, or
@@ -94,10 +99,14 @@ pub fn merge_conversation(current: &mut Option<Conversation>, incoming: Conversa
 }
 
 /// True when the approval panel should show: the conversation waits and
-/// names the approval it waits for.
+/// names at least one approval it waits for.
 pub fn shows_approval(conversation: &Conversation) -> bool {
-    conversation.status == ConversationStatus::WaitingApproval
-        && conversation.pending_approval.is_some()
+    conversation.status == ConversationStatus::WaitingApproval && !conversation.pending().is_empty()
+}
+
+/// True when the conversation waits for at least one decision.
+pub fn waits_for_decision(conversation: Option<&Conversation>) -> bool {
+    conversation.is_some_and(|c| !c.pending().is_empty())
 }
 
 /// True when the conversation accepts a new user message.
@@ -182,7 +191,7 @@ mod tests {
                 decision: None,
             },
         );
-        assert!(current.as_ref().unwrap().pending_approval.is_some());
+        assert_eq!(current.as_ref().unwrap().pending().len(), 1);
 
         apply_event(
             &mut current,
@@ -200,11 +209,80 @@ mod tests {
         assert!(accepts_messages(current.as_ref()));
     }
 
+    fn requested(approval: PendingApproval) -> ConversationEvent {
+        ConversationEvent::ApprovalRequested { approval }
+    }
+
+    fn resolved(uuid: Uuid) -> ConversationEvent {
+        ConversationEvent::ApprovalResolved {
+            uuid,
+            decision: None,
+        }
+    }
+
+    fn uuids(conversation: &Conversation) -> Vec<Uuid> {
+        conversation.pending().iter().map(|p| p.uuid).collect()
+    }
+
+    #[test]
+    fn two_requests_give_two_pending_approvals() {
+        let mut current = Some(conversation(vec![], 1));
+        apply_event(&mut current, requested(approval(40, "a")));
+        apply_event(&mut current, requested(approval(41, "b")));
+        // Asked again (a reconnect replays it): listed once.
+        apply_event(&mut current, requested(approval(41, "b")));
+        let conv = current.unwrap();
+        assert_eq!(uuids(&conv), [Uuid::from_u128(40), Uuid::from_u128(41)]);
+        assert_eq!(conv.status, ConversationStatus::WaitingApproval);
+        // The single field old clients read stays the first.
+        assert_eq!(
+            conv.pending_approval.map(|p| p.uuid),
+            Some(Uuid::from_u128(40))
+        );
+    }
+
+    #[test]
+    fn resolving_one_approval_leaves_the_other() {
+        let mut current = Some(conversation(vec![], 1));
+        apply_event(&mut current, requested(approval(40, "a")));
+        apply_event(&mut current, requested(approval(41, "b")));
+        apply_event(&mut current, resolved(Uuid::from_u128(40)));
+        let conv = current.as_ref().unwrap();
+        assert_eq!(uuids(conv), [Uuid::from_u128(41)]);
+        assert_eq!(
+            conv.pending_approval.as_ref().map(|p| p.uuid),
+            Some(Uuid::from_u128(41))
+        );
+        assert!(shows_approval(conv));
+        assert!(waits_for_decision(current.as_ref()));
+        assert!(!accepts_messages(current.as_ref()));
+
+        apply_event(&mut current, resolved(Uuid::from_u128(41)));
+        assert!(!shows_approval(current.as_ref().unwrap()));
+        assert!(!waits_for_decision(current.as_ref()));
+    }
+
+    #[test]
+    fn a_conversation_loaded_with_two_pending_shows_both() {
+        let mut conv = conversation(vec![], 1);
+        conv.status = ConversationStatus::WaitingApproval;
+        conv.set_pending(vec![approval(40, "a"), approval(41, "b")]);
+        let wire = serde_json::to_value(&conv).unwrap();
+        let mut current = None;
+        apply_event(
+            &mut current,
+            event(serde_json::json!({"type": "snapshot", "conversation": wire})),
+        );
+        let shown = current.unwrap();
+        assert!(shows_approval(&shown));
+        assert_eq!(uuids(&shown), [Uuid::from_u128(40), Uuid::from_u128(41)]);
+    }
+
     #[test]
     fn a_status_other_than_waiting_clears_a_stale_approval() {
         let mut conv = conversation(vec![], 1);
         conv.status = ConversationStatus::WaitingApproval;
-        conv.pending_approval = Some(approval(40, "c1"));
+        conv.set_pending(vec![approval(40, "c1")]);
         let mut current = Some(conv);
         let effects = apply_event(
             &mut current,
@@ -214,7 +292,8 @@ mod tests {
         );
         assert!(effects.refresh_list);
         let conv = current.unwrap();
-        assert!(conv.pending_approval.is_none());
+        assert!(conv.pending().is_empty());
+        assert!(conv.pending_approvals.is_empty());
         assert!(!accepts_messages(Some(&conv)));
     }
 

@@ -64,6 +64,7 @@ pub fn conversation(messages: Vec<Message>, updated: i64) -> Conversation {
         session_id: "abcd1234".to_string(),
         status: ConversationStatus::Active,
         messages,
+        pending_approvals: Vec::new(),
         pending_approval: None,
         pipeline_state: None,
         turn_in_progress: false,

@@ -27,23 +27,17 @@ pub fn apply_inbox_event(
             *approvals = fresh;
             approvals.sort_by_key(|a| a.created_at);
             for summary in conversations.iter_mut() {
-                summary.pending_approval = approvals
-                    .iter()
-                    .find(|a| a.conversation_id == summary.id)
-                    .cloned();
+                let mine = of_conversation(approvals, summary.id);
+                set_summary_pending(summary, mine);
             }
             true
         }
         InboxEvent::ApprovalRequested { approval } => {
-            let conversation_id = approval.conversation_id;
-            let known = with_summary(conversations, conversation_id, |summary| {
+            let known = with_summary(conversations, approval.conversation_id, |summary| {
                 summary.status = ConversationStatus::WaitingApproval;
-                summary.pending_approval = Some(approval.clone());
+                add_to_summary(summary, &approval);
             });
-            if !approvals.iter().any(|a| a.uuid == approval.uuid) {
-                approvals.push(approval);
-                approvals.sort_by_key(|a| a.created_at);
-            }
+            add_approval(approvals, approval);
             !known
         }
         // Already listed (a reminder changes nothing on screen).
@@ -55,13 +49,9 @@ pub fn apply_inbox_event(
         } => {
             approvals.retain(|a| a.uuid != uuid);
             with_summary(conversations, conversation_id, |summary| {
-                if summary
-                    .pending_approval
-                    .as_ref()
-                    .is_some_and(|p| p.uuid == uuid)
-                {
-                    summary.pending_approval = None;
-                }
+                let mut list = summary_pending(summary);
+                list.retain(|a| a.uuid != uuid);
+                set_summary_pending(summary, list);
             });
             false
         }
@@ -75,12 +65,56 @@ pub fn apply_inbox_event(
             let known = with_summary(conversations, conversation_id, |summary| {
                 summary.status = status;
                 if status != ConversationStatus::WaitingApproval {
-                    summary.pending_approval = None;
+                    set_summary_pending(summary, Vec::new());
                 }
             });
             !known
         }
     }
+}
+
+/// Adds `approval` to the pending list (once), oldest first.
+fn add_approval(approvals: &mut Vec<PendingApproval>, approval: PendingApproval) {
+    match approvals.iter_mut().find(|a| a.uuid == approval.uuid) {
+        Some(listed) => *listed = approval,
+        None => {
+            approvals.push(approval);
+            approvals.sort_by_key(|a| a.created_at);
+        }
+    }
+}
+
+/// The approvals of conversation `id`, in the list's order.
+fn of_conversation(approvals: &[PendingApproval], id: Uuid) -> Vec<PendingApproval> {
+    approvals
+        .iter()
+        .filter(|a| a.conversation_id == id)
+        .cloned()
+        .collect()
+}
+
+/// Every approval a listed conversation waits for (an older agent sends
+/// only `pending_approval`).
+pub fn summary_pending(summary: &ConversationSummary) -> Vec<PendingApproval> {
+    if summary.pending_approvals.is_empty() {
+        summary.pending_approval.iter().cloned().collect()
+    } else {
+        summary.pending_approvals.clone()
+    }
+}
+
+/// Replaces a listed conversation's approvals; `pending_approval` stays
+/// the first, as the agent sends it.
+fn set_summary_pending(summary: &mut ConversationSummary, list: Vec<PendingApproval>) {
+    summary.pending_approval = list.first().cloned();
+    summary.pending_approvals = list;
+}
+
+/// Adds `approval` to a listed conversation's approvals (once).
+fn add_to_summary(summary: &mut ConversationSummary, approval: &PendingApproval) {
+    let mut list = summary_pending(summary);
+    add_approval(&mut list, approval.clone());
+    set_summary_pending(summary, list);
 }
 
 /// Runs `change` on the listed conversation `id`; false when it is not
@@ -106,7 +140,7 @@ pub fn overlay_pending(conversations: &mut [ConversationSummary], approvals: &[P
     for approval in approvals {
         with_summary(conversations, approval.conversation_id, |summary| {
             summary.status = ConversationStatus::WaitingApproval;
-            summary.pending_approval = Some(approval.clone());
+            add_to_summary(summary, approval);
         });
     }
 }
@@ -114,6 +148,21 @@ pub fn overlay_pending(conversations: &mut [ConversationSummary], approvals: &[P
 /// True when the conversation `id` has an approval waiting.
 pub fn is_pending(approvals: &[PendingApproval], id: Uuid) -> bool {
     approvals.iter().any(|a| a.conversation_id == id)
+}
+
+/// How many approvals the conversation `id` waits for.
+pub fn pending_count(approvals: &[PendingApproval], id: Uuid) -> usize {
+    approvals.iter().filter(|a| a.conversation_id == id).count()
+}
+
+/// The sidebar's marker on a waiting conversation: `!` for one approval,
+/// the count for several; and its tooltip.
+pub fn pending_marker(count: usize) -> (String, String) {
+    if count > 1 {
+        (count.to_string(), format!("Waiting for {count} approvals"))
+    } else {
+        ("!".to_string(), "Waiting for an approval".to_string())
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +177,7 @@ mod tests {
             status,
             message_count: 2,
             title: Some(format!("conversation {n}")),
+            pending_approvals: Vec::new(),
             pending_approval: None,
             created_at: at(0),
             updated_at: at(0),
@@ -252,6 +302,77 @@ mod tests {
         let mut list = vec![summary(1, ConversationStatus::Active)];
         overlay_pending(&mut list, &approvals);
         assert_eq!(list[0].status, ConversationStatus::WaitingApproval);
+    }
+
+    #[test]
+    fn two_approvals_of_one_conversation_are_each_counted_and_listed() {
+        let mut approvals = vec![];
+        let mut list = vec![summary(1, ConversationStatus::Active)];
+        for approval in [pending(40, 1), pending(41, 1), pending(41, 1)] {
+            apply_inbox_event(
+                &mut approvals,
+                &mut list,
+                InboxEvent::ApprovalRequested { approval },
+            );
+        }
+        assert_eq!(approvals.len(), 2);
+        assert_eq!(pending_count(&approvals, id(1)), 2);
+        let listed: Vec<_> = summary_pending(&list[0]).iter().map(|a| a.uuid).collect();
+        assert_eq!(listed, [id(40), id(41)]);
+        assert_eq!(
+            list[0].pending_approval.as_ref().map(|a| a.uuid),
+            Some(id(40))
+        );
+        assert_eq!(
+            pending_marker(2),
+            ("2".into(), "Waiting for 2 approvals".into())
+        );
+        assert_eq!(pending_marker(1).0, "!");
+
+        // Deciding the first leaves the second, listed and counted.
+        apply_inbox_event(
+            &mut approvals,
+            &mut list,
+            InboxEvent::ApprovalResolved {
+                uuid: id(40),
+                conversation_id: id(1),
+                decision: None,
+            },
+        );
+        assert_eq!(pending_count(&approvals, id(1)), 1);
+        assert_eq!(list[0].pending_approvals.len(), 1);
+        assert_eq!(
+            list[0].pending_approval.as_ref().map(|a| a.uuid),
+            Some(id(41))
+        );
+        assert!(is_pending(&approvals, id(1)));
+    }
+
+    #[test]
+    fn a_listing_and_the_pending_event_carry_every_approval_of_a_conversation() {
+        let approvals = vec![pending(40, 1), pending(41, 1)];
+        let mut list = vec![summary(1, ConversationStatus::Active)];
+        overlay_pending(&mut list, &approvals);
+        assert_eq!(summary_pending(&list[0]).len(), 2);
+
+        let mut approvals = vec![];
+        let mut list = vec![summary(1, ConversationStatus::WaitingApproval)];
+        apply_inbox_event(
+            &mut approvals,
+            &mut list,
+            InboxEvent::Pending {
+                approvals: vec![pending(41, 1), pending(40, 1)],
+            },
+        );
+        let listed: Vec<_> = list[0].pending_approvals.iter().map(|a| a.uuid).collect();
+        assert_eq!(listed, [id(40), id(41)]);
+    }
+
+    #[test]
+    fn an_older_agent_s_single_approval_is_read() {
+        let mut old = summary(1, ConversationStatus::WaitingApproval);
+        old.pending_approval = Some(pending(40, 1));
+        assert_eq!(summary_pending(&old).len(), 1);
     }
 
     #[test]

@@ -53,6 +53,7 @@ mod tests {
             status: ConversationStatus::Active,
             message_count: 1,
             title: title.map(str::to_string),
+            pending_approvals: Vec::new(),
             pending_approval: None,
             created_at: at(0),
             updated_at: at(0),

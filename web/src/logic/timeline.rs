@@ -3,7 +3,7 @@
 //! and the tool message whose `tool_result.call_id` matches become one
 //! item).
 
-use asg_shared::{Message, PendingApproval, Role, ToolCall};
+use asg_shared::{ApprovalState, Message, PendingApproval, Role, ToolCall};
 
 /// One entry of the chat.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,16 +134,18 @@ impl ToolExchange {
                 .is_some_and(|m| m.content.trim_start().starts_with("Rejected by the user"))
     }
 
-    /// Where the call stands, given the conversation's pending approval and
-    /// whether the agent is still working.
-    pub fn state(&self, pending: Option<&PendingApproval>, working: bool) -> ToolState {
+    /// Where the call stands, given the approvals the conversation waits
+    /// for and whether the agent is still working (an approved call that
+    /// runs is no longer awaiting approval).
+    pub fn state(&self, pending: &[PendingApproval], working: bool) -> ToolState {
+        let awaits = pending
+            .iter()
+            .any(|p| p.call_id == self.call_id() && p.state == ApprovalState::Pending);
         match &self.result {
             Some(_) if self.is_rejected() => ToolState::Rejected,
             Some(_) if self.is_error() => ToolState::Failed,
             Some(_) => ToolState::Succeeded,
-            None if pending.is_some_and(|p| p.call_id == self.call_id()) => {
-                ToolState::AwaitingApproval
-            }
+            None if awaits => ToolState::AwaitingApproval,
             None if working => ToolState::Running,
             None => ToolState::NoResult,
         }
@@ -281,7 +283,7 @@ mod tests {
         };
         assert_eq!(exchange.name(), "resources_list");
         assert_eq!(exchange.result.as_ref().unwrap().content, "[]");
-        assert_eq!(exchange.state(None, false), ToolState::Succeeded);
+        assert_eq!(exchange.state(&[], false), ToolState::Succeeded);
         assert!(matches!(&items[3], TimelineItem::Text(m) if m.content == "No resources."));
     }
 
@@ -299,7 +301,7 @@ mod tests {
         assert_eq!(exchanges[0].call_id(), "a");
         assert_eq!(exchanges[0].result.as_ref().unwrap().content, "A");
         assert!(exchanges[0].is_error());
-        assert_eq!(exchanges[0].state(None, true), ToolState::Failed);
+        assert_eq!(exchanges[0].state(&[], true), ToolState::Failed);
         assert_eq!(exchanges[1].result.as_ref().unwrap().content, "B");
     }
 
@@ -341,14 +343,17 @@ mod tests {
         assert!(exchange.needs_approval());
         let pending = approval(50, "c9");
         assert_eq!(
-            exchange.state(Some(&pending), true),
+            exchange.state(&[approval(51, "other"), pending.clone()], true),
             ToolState::AwaitingApproval
         );
         assert_eq!(
-            exchange.state(Some(&approval(51, "other")), true),
+            exchange.state(&[approval(51, "other")], true),
             ToolState::Running
         );
-        assert_eq!(exchange.state(None, false), ToolState::NoResult);
+        assert_eq!(exchange.state(&[], false), ToolState::NoResult);
+        let mut approved = pending;
+        approved.state = ApprovalState::Executing;
+        assert_eq!(exchange.state(&[approved], true), ToolState::Running);
     }
 
     #[test]
@@ -363,18 +368,18 @@ mod tests {
                 true,
             ),
         ]);
-        assert_eq!(tools(&rejected)[0].state(None, false), ToolState::Rejected);
+        assert_eq!(tools(&rejected)[0].state(&[], false), ToolState::Rejected);
         let failed = build_timeline(&[
             call(1, "c", "resources_add", json!({}), true),
             result(2, "c", "resources_add", "database locked", true),
         ]);
-        assert_eq!(tools(&failed)[0].state(None, false), ToolState::Failed);
+        assert_eq!(tools(&failed)[0].state(&[], false), ToolState::Failed);
         // Without an approval gate the same text is a plain failure.
         let unapproved = build_timeline(&[
             call(1, "c", "t", json!({}), false),
             result(2, "c", "t", "Rejected by the user", true),
         ]);
-        assert_eq!(tools(&unapproved)[0].state(None, false), ToolState::Failed);
+        assert_eq!(tools(&unapproved)[0].state(&[], false), ToolState::Failed);
     }
 
     #[test]

@@ -43,8 +43,32 @@ pub fn inbox_path() -> &'static str {
 /// The REST path (below `/api`) that revokes a conversation's remembered
 /// approvals of `tool`; the tool name is percent-encoded.
 pub fn grant_path(id: Uuid, tool: &str) -> String {
-    let mut encoded = String::with_capacity(tool.len());
-    for b in tool.bytes() {
+    format!("/conversations/{id}/grants/{}", encode(tool))
+}
+
+/// One page of a listing (`/conversations`, `/approvals`): `base` with
+/// `?limit=` when given and `cursor=` (a previous page's `next_cursor`,
+/// percent-encoded) when given.
+pub fn page_path(base: &str, limit: Option<usize>, cursor: Option<&str>) -> String {
+    let mut query = Vec::new();
+    if let Some(limit) = limit {
+        query.push(format!("limit={limit}"));
+    }
+    if let Some(cursor) = cursor {
+        query.push(format!("cursor={}", encode(cursor)));
+    }
+    if query.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", query.join("&"))
+    }
+}
+
+/// `text` percent-encoded for a path segment or a query value (only
+/// unreserved characters stay as they are).
+fn encode(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for b in text.bytes() {
         match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
                 encoded.push(b as char)
@@ -52,7 +76,7 @@ pub fn grant_path(id: Uuid, tool: &str) -> String {
             _ => encoded.push_str(&format!("%{b:02X}")),
         }
     }
-    format!("/conversations/{id}/grants/{encoded}")
+    encoded
 }
 
 #[cfg(test)]
@@ -103,6 +127,23 @@ mod tests {
         assert_eq!(
             grant_path(id, "a/b c"),
             format!("/conversations/{ID}/grants/a%2Fb%20c")
+        );
+    }
+
+    #[test]
+    fn page_paths_carry_the_limit_and_the_encoded_cursor() {
+        assert_eq!(page_path("/conversations", None, None), "/conversations");
+        assert_eq!(
+            page_path("/approvals", Some(500), None),
+            "/approvals?limit=500"
+        );
+        assert_eq!(
+            page_path("/conversations", None, Some("djE6MTIz_-")),
+            "/conversations?cursor=djE6MTIz_-"
+        );
+        assert_eq!(
+            page_path("/approvals", Some(500), Some("a+b/c=")),
+            "/approvals?limit=500&cursor=a%2Bb%2Fc%3D"
         );
     }
 }
