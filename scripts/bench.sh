@@ -3,10 +3,25 @@
 # load generator (tests/src/bin/loadgen.rs) against target/release/agent on
 # 127.0.0.1 only. Bounded in requests and time; stops the agent at the end.
 #
+# It measures startup, GET /health, GET /conversations/{id}, full turns and
+# A2A message/send (A -> B) on the JSON files, then full turns and A2A on an
+# agent whose store is PostgreSQL, and prints both stores side by side, each
+# figure with the load average before and after it.
+#
+# --store json|postgres|both (default both): `json` is the main run alone,
+# `postgres` the PostgreSQL part alone. That part creates a fresh database
+# per agent (asg_bench_<random>_{a,b}) on the server of --database-url, else
+# $ASG_BENCH_DATABASE_URL, else $ASG_TEST_DATABASE_URL, else
+# postgres://postgres@127.0.0.1:5432/postgres, and drops them at the end.
+# When no server answers there, it prints "skipped: no PostgreSQL at ..."
+# and the rest of the benchmark still counts.
+#
 # Usage: scripts/bench.sh [loadgen flags...]
 #   e.g. scripts/bench.sh --quick
 #        scripts/bench.sh --json target/bench.json
 #        scripts/bench.sh --conversations 10000 --clients 100
+#        scripts/bench.sh --store postgres --database-url postgres://postgres@db:5432/postgres
+#   scripts/bench.sh --help lists every flag.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -8,7 +8,12 @@
 //! 2. `GET /health` under N concurrent clients;
 //! 3. `GET /conversations/{id}` on random stored conversations;
 //! 4. full turns: each client sends "list resources" to its own
-//!    conversation (model step, MCP `resources_list` call, durable writes).
+//!    conversation (model step, MCP `resources_list` call, durable writes);
+//! 5. A2A `message/send` through A -> B (A delegates every task to B).
+//!
+//! Then, with `--store postgres|both` (the default), phases 4 and 5 again
+//! on an agent whose store is PostgreSQL, and both stores side by side
+//! (see `loadgen/stores.rs`); `--store postgres` skips the main run.
 //!
 //! Every phase is bounded by a request count and a time limit, the whole run
 //! by an overall limit; the agent is stopped with SIGTERM at the end and
@@ -19,12 +24,16 @@
 mod agent;
 #[path = "loadgen/load.rs"]
 mod load;
+#[path = "loadgen/pg.rs"]
+mod pg;
 #[path = "loadgen/report.rs"]
 mod report;
 #[path = "loadgen/requests.rs"]
 mod requests;
 #[path = "loadgen/seed.rs"]
 mod seed;
+#[path = "loadgen/stores.rs"]
+mod stores;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -41,6 +50,7 @@ use requests::{
     a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources, mix,
 };
 use seed::Seeded;
+use stores::{StoreChoice, StoreRun};
 use uuid::Uuid;
 
 /// Benchmark of the agent server: startup with many stored conversations,
@@ -88,6 +98,16 @@ struct Args {
     /// Give up after this many seconds in total.
     #[arg(long, default_value_t = 900)]
     max_seconds: u64,
+    /// Stores to measure full turns and A2A on, side by side: `json` (the
+    /// main run alone), `postgres` (that part alone) or `both`.
+    #[arg(long, value_enum, default_value_t = StoreChoice::Both)]
+    store: StoreChoice,
+    /// PostgreSQL server for the PostgreSQL part (a fresh database per
+    /// agent is created there and dropped) [default:
+    /// $ASG_BENCH_DATABASE_URL, else $ASG_TEST_DATABASE_URL, else
+    /// postgres://postgres@127.0.0.1:5432/postgres].
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
 }
 
 /// The numbers a run uses, after `--quick` defaults.
@@ -104,6 +124,8 @@ struct Settings {
     turn_budget: Budget,
     startup_runs: usize,
     rust_log: String,
+    store: StoreChoice,
+    database_url: String,
 }
 
 impl Settings {
@@ -140,6 +162,8 @@ impl Settings {
             },
             startup_runs: args.startup_runs,
             rust_log: std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            store: args.store,
+            database_url: pg::server_url(args.database_url.as_deref()),
         };
         ensure!(settings.clients > 0, "--clients must be at least 1");
         ensure!(
@@ -215,20 +239,43 @@ async fn interrupted() -> &'static str {
 
 async fn run(args: &Args) -> Result<()> {
     let settings = Settings::from_args(args)?;
-    let report = bench(&settings).await?;
-    println!("{}", report.table());
+    let mut runs = Vec::new();
+    let report = if settings.store.json() {
+        let (report, json_files) = bench(&settings).await?;
+        println!("{}", report.table());
+        runs.push(json_files);
+        Some(report)
+    } else {
+        None
+    };
+    if settings.store.postgres() {
+        let http = http_client(settings.clients)?;
+        runs.push(stores::postgres(&settings, &http).await?);
+    }
+    println!("{}", stores::table(&runs, settings.clients));
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report.to_json())?;
+        let mut json = report
+            .as_ref()
+            .map_or_else(|| serde_json::json!({}), Report::to_json);
+        json["stores"] = stores::to_json(&runs);
+        let text = serde_json::to_string_pretty(&json)?;
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
         println!("JSON written to {}", path.display());
     }
-    let errors = report.total_errors();
-    ensure!(errors == 0, "{errors} requests failed (see the table)");
+    let errors = report.as_ref().map_or(0, Report::total_errors)
+        + runs
+            .iter()
+            .filter(|run| run.key != "json")
+            .map(StoreRun::errors)
+            .sum::<usize>();
+    ensure!(errors == 0, "{errors} requests failed (see the tables)");
     Ok(())
 }
 
-async fn bench(s: &Settings) -> Result<Report> {
+/// The main run (phases 1 to 5) on the JSON files; its phases 4 and 5
+/// are also the JSON column of the store comparison.
+async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
     let load_before = report::load_average();
     let tmp = tempfile::Builder::new()
         .prefix("asg-loadgen-")
@@ -257,11 +304,20 @@ async fn bench(s: &Settings) -> Result<Report> {
     phases.extend(health_phases(s, &http, &base).await?);
     phases.extend(show_phases(s, &http, &base, &seeded.ids).await?);
     phases.push(turn_phase(s, &http, &base, &agent).await?);
-    phases.push(a2a_phase(s, &http, &spec, tmp.path().join("data-a"), &base).await?);
+    let delegator = AgentSpec {
+        data_dir: tmp.path().join("data-a"),
+        ..spec.clone()
+    };
+    phases.push(a2a_phase(s, &http, delegator, &base).await?);
+    let json_files = StoreRun::json_files(
+        phases[phases.len() - 2].clone(),
+        phases[phases.len() - 1].clone(),
+        s.conversations,
+    );
 
     let rss_after_load = agent.rss_bytes();
     let (status, took) = agent.stop().await?;
-    Ok(Report {
+    let report = Report {
         agent: s.agent.clone(),
         config: s.config.clone(),
         rust_log: s.rust_log.clone(),
@@ -276,7 +332,8 @@ async fn bench(s: &Settings) -> Result<Report> {
         rss_after_load,
         load_average: (load_before, report::load_average()),
         shutdown: Some((status.to_string(), took)),
-    })
+    };
+    Ok((report, json_files))
 }
 
 /// Writes the stored conversations into `data_dir`, off the runtime.
@@ -384,19 +441,11 @@ where
     Fut: Future<Output = Result<()>> + Send + 'static,
 {
     load::run(s.clients, s.get_warmup, op.clone()).await?;
-    let mut phases = vec![Phase {
-        name,
-        unit: "req",
-        p99_target: Some(Duration::from_millis(5)),
-        result: load::run(s.clients, s.get_budget, op.clone()).await?,
-    }];
+    let full = load::run(s.clients, s.get_budget, op.clone());
+    let mut phases = vec![Phase::measure(name, "req", Some(Duration::from_millis(5)), full).await?];
     if s.low_clients > 0 {
-        phases.push(Phase {
-            name: few_name.into(),
-            unit: "req",
-            p99_target: None,
-            result: load::run(s.low_clients, s.low_budget, op).await?,
-        });
+        let few = load::run(s.low_clients, s.low_budget, op);
+        phases.push(Phase::measure(few_name.into(), "req", None, few).await?);
     }
     Ok(phases)
 }
@@ -435,35 +484,29 @@ async fn turn_phase(
         }
     };
     load::run(s.clients, turn_warmup(s), turn.clone()).await?;
-    Ok(Phase {
-        name: "4. full turn \"list resources\"".into(),
-        unit: "turn",
-        p99_target: None,
-        result: load::run(s.clients, s.turn_budget, turn).await?,
-    })
+    let measured = load::run(s.clients, s.turn_budget, turn);
+    Phase::measure(
+        "4. full turn \"list resources\"".into(),
+        "turn",
+        None,
+        measured,
+    )
+    .await
 }
 
 /// Phase 5: A2A `message/send` through an A -> B chain: A (the delegator,
-/// started here on `data_dir`) hands every task to this agent (B, at
-/// `base`) over A2A.
+/// started here from `spec`: its data dir and store) hands every task to
+/// this agent (B, at `base`) over A2A.
 async fn a2a_phase(
     s: &Settings,
     http: &reqwest::Client,
-    spec: &AgentSpec,
-    data_dir: PathBuf,
+    mut spec: AgentSpec,
     base: &str,
 ) -> Result<Phase> {
     eprintln!("loadgen: A2A message/send through A -> B");
-    let orchestrator = AgentProcess::start(
-        &AgentSpec {
-            config: s.config.with_file_name("agent-delegator.yaml"),
-            data_dir,
-            env: vec![("DOWNSTREAM_URL".into(), base.to_string())],
-            ..spec.clone()
-        },
-        http,
-    )
-    .await?;
+    spec.config = s.config.with_file_name("agent-delegator.yaml");
+    spec.env.push(("DOWNSTREAM_URL".into(), base.to_string()));
+    let orchestrator = AgentProcess::start(&spec, http).await?;
     let a2a_url = Arc::new(format!("{}/a2a", orchestrator.url));
     let chain = {
         let http = http.clone();
@@ -473,12 +516,9 @@ async fn a2a_phase(
         }
     };
     load::run(s.clients, turn_warmup(s), chain.clone()).await?;
-    let phase = Phase {
-        name: "5. A2A message/send, A -> B chain".into(),
-        unit: "req",
-        p99_target: None,
-        result: load::run(s.clients, s.turn_budget, chain).await?,
-    };
+    let measured = load::run(s.clients, s.turn_budget, chain);
+    let name = "5. A2A message/send, A -> B chain".into();
+    let phase = Phase::measure(name, "req", None, measured).await?;
     orchestrator.stop().await?;
     Ok(phase)
 }

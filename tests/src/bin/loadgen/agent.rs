@@ -36,7 +36,7 @@ pub struct AgentSpec {
     pub log_file: PathBuf,
     /// `RUST_LOG` for the agent.
     pub rust_log: String,
-    /// Extra environment (e.g. a sub-agent's URL).
+    /// Extra environment (e.g. a sub-agent's URL, `DATABASE_URL`).
     pub env: Vec<(String, String)>,
 }
 
@@ -73,6 +73,8 @@ impl AgentProcess {
             .env_remove("GEMINI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
+            // The JSON files unless the spec names a database.
+            .env_remove("DATABASE_URL")
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -1,9 +1,11 @@
 //! The benchmark report: an aligned text table (also valid Markdown) and
 //! the same numbers as JSON for `--json <file>`.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::load::{PhaseResult, percentile};
@@ -32,6 +34,34 @@ pub struct Phase {
     pub p99_target: Option<Duration>,
     /// The numbers.
     pub result: PhaseResult,
+    /// One-minute load average of the machine before and after the phase.
+    pub load: (Option<f64>, Option<f64>),
+}
+
+impl Phase {
+    /// Runs `run` (a [`crate::load::run`] not yet started) with the load
+    /// average taken before and after.
+    pub async fn measure(
+        name: String,
+        unit: &'static str,
+        p99_target: Option<Duration>,
+        run: impl Future<Output = Result<PhaseResult>>,
+    ) -> Result<Phase> {
+        let before = load_average();
+        let result = run.await?;
+        Ok(Phase {
+            name,
+            unit,
+            p99_target,
+            result,
+            load: (before, load_average()),
+        })
+    }
+
+    /// `1.91 -> 2.40`: the load average before and after the phase.
+    pub fn load_text(&self) -> String {
+        format!("{} -> {}", load_text(self.load.0), load_text(self.load.1))
+    }
 }
 
 /// Everything the benchmark measured.
@@ -78,7 +108,12 @@ pub fn load_average() -> Option<f64> {
         .ok()
 }
 
-fn ms(d: Duration) -> f64 {
+/// A load average with two decimals, `?` when unknown.
+pub fn load_text(load: Option<f64>) -> String {
+    load.map_or_else(|| "?".into(), |l| format!("{l:.2}"))
+}
+
+pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
@@ -100,7 +135,7 @@ const HEADER: [&str; 12] = [
 ];
 
 /// Appends `text` and a newline.
-fn line(out: &mut String, text: String) {
+pub fn line(out: &mut String, text: String) {
     out.push_str(&text);
     out.push('\n');
 }
@@ -187,12 +222,8 @@ impl Report {
                 "host:   {} CPUs, shared by the agent and the load generator; loopback only; \
                  load average {} before, {} after",
                 self.cpus,
-                self.load_average
-                    .0
-                    .map_or_else(|| "?".into(), |l| format!("{l:.2}")),
-                self.load_average
-                    .1
-                    .map_or_else(|| "?".into(), |l| format!("{l:.2}")),
+                load_text(self.load_average.0),
+                load_text(self.load_average.1),
             ),
         );
         line(
@@ -249,49 +280,12 @@ impl Report {
     fn phase_table(&self, out: &mut String) {
         let mut rows: Vec<Vec<String>> = vec![HEADER.iter().map(|s| s.to_string()).collect()];
         rows.extend(self.phases.iter().map(phase_row));
-        let widths: Vec<usize> = (0..HEADER.len())
-            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
-            .collect();
-        for (i, row) in rows.iter().enumerate() {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(c, (cell, w))| {
-                    if c == 0 || c >= 10 {
-                        format!("{cell:<w$}")
-                    } else {
-                        format!("{cell:>w$}")
-                    }
-                })
-                .collect();
-            line(out, format!("| {} |", cells.join(" | ")));
-            if i == 0 {
-                let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-                line(out, format!("|-{}-|", rule.join("-|-")));
-            }
-        }
+        aligned_table(out, &rows, &|c| c == 0 || c >= 10);
     }
 
     /// Phases cut short by their time limit, and each phase's first error.
     fn phase_notes(&self, out: &mut String) {
-        for phase in &self.phases {
-            let r = &phase.result;
-            if r.hit_time_limit() {
-                line(
-                    out,
-                    format!(
-                        "note: {} stopped on its {:.0} s time limit before {} requests",
-                        phase.name,
-                        r.budget.duration.as_secs_f64(),
-                        r.budget.requests
-                    ),
-                );
-            }
-            if let Some(error) = &r.first_error {
-                line(out, format!("first error in {}: {error}", phase.name));
-            }
-        }
+        phase_notes(out, &self.phases);
     }
 
     /// Memory after the load and the final SIGTERM.
@@ -340,27 +334,7 @@ impl Report {
                 "target_ms": ms(self.startup_target),
                 "pass": median < self.startup_target,
             },
-            "phases": self.phases.iter().map(|p| {
-                let r = &p.result;
-                json!({
-                    "name": p.name,
-                    "clients": r.clients,
-                    "budget_requests": r.budget.requests,
-                    "budget_seconds": r.budget.duration.as_secs_f64(),
-                    "ok": r.ok(),
-                    "errors": r.errors,
-                    "first_error": r.first_error,
-                    "wall_seconds": r.elapsed.as_secs_f64(),
-                    "rate_per_second": r.rate(),
-                    "mean_ms": ms(r.mean()),
-                    "p50_ms": ms(r.percentile(50.0)),
-                    "p90_ms": ms(r.percentile(90.0)),
-                    "p99_ms": ms(r.percentile(99.0)),
-                    "max_ms": ms(r.max()),
-                    "p99_target_ms": p.p99_target.map(ms),
-                    "pass": p.p99_target.map(|t| r.errors == 0 && r.percentile(99.0) < t),
-                })
-            }).collect::<Vec<_>>(),
+            "phases": self.phases.iter().map(phase_json).collect::<Vec<_>>(),
             "rss_after_load_bytes": self.rss_after_load,
             "shutdown": self.shutdown.as_ref().map(|(status, took)| json!({
                 "status": status,
@@ -368,4 +342,78 @@ impl Report {
             })),
         })
     }
+}
+
+/// `rows` (the first one the header) as an aligned Markdown table; columns
+/// for which `left` holds are left-aligned, the others right-aligned.
+pub fn aligned_table(out: &mut String, rows: &[Vec<String>], left: &dyn Fn(usize) -> bool) {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| {
+                if left(c) {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        line(out, format!("| {} |", cells.join(" | ")));
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            line(out, format!("|-{}-|", rule.join("-|-")));
+        }
+    }
+}
+
+/// Phases cut short by their time limit, and each phase's first error.
+pub fn phase_notes(out: &mut String, phases: &[Phase]) {
+    for phase in phases {
+        let r = &phase.result;
+        if r.hit_time_limit() {
+            line(
+                out,
+                format!(
+                    "note: {} stopped on its {:.0} s time limit before {} requests",
+                    phase.name,
+                    r.budget.duration.as_secs_f64(),
+                    r.budget.requests
+                ),
+            );
+        }
+        if let Some(error) = &r.first_error {
+            line(out, format!("first error in {}: {error}", phase.name));
+        }
+    }
+}
+
+/// One phase as JSON (milliseconds as floats).
+pub fn phase_json(p: &Phase) -> Value {
+    let r = &p.result;
+    json!({
+        "name": p.name,
+        "clients": r.clients,
+        "budget_requests": r.budget.requests,
+        "budget_seconds": r.budget.duration.as_secs_f64(),
+        "ok": r.ok(),
+        "errors": r.errors,
+        "first_error": r.first_error,
+        "wall_seconds": r.elapsed.as_secs_f64(),
+        "rate_per_second": r.rate(),
+        "mean_ms": ms(r.mean()),
+        "p50_ms": ms(r.percentile(50.0)),
+        "p90_ms": ms(r.percentile(90.0)),
+        "p99_ms": ms(r.percentile(99.0)),
+        "max_ms": ms(r.max()),
+        "p99_target_ms": p.p99_target.map(ms),
+        "pass": p.p99_target.map(|t| r.errors == 0 && r.percentile(99.0) < t),
+        "load_average_before": p.load.0,
+        "load_average_after": p.load.1,
+    })
 }

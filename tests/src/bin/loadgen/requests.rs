@@ -23,10 +23,34 @@ pub fn http_client(clients: usize) -> Result<reqwest::Client> {
         .context("cannot build the HTTP client")
 }
 
-/// The seeded approvals are all visible: the agent loaded the files.
+/// The seeded approvals are all visible: the agent loaded the files
+/// (counted over every page of `GET /approvals`).
 pub async fn check_loaded(http: &reqwest::Client, base: &str, pending: usize) -> Result<()> {
+    let mut shown = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let url = match &cursor {
+            Some(c) => format!("{base}/approvals?limit=500&cursor={c}"),
+            None => format!("{base}/approvals?limit=500"),
+        };
+        let list = approvals_page(http, &url).await?;
+        shown += list.approvals.len();
+        match list.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    ensure!(
+        shown == pending,
+        "the agent shows {shown} pending approvals, {pending} were seeded: it did not load the seeded conversations"
+    );
+    Ok(())
+}
+
+/// One page of `GET /approvals`.
+async fn approvals_page(http: &reqwest::Client, url: &str) -> Result<ApprovalList> {
     let response = http
-        .get(format!("{base}/approvals"))
+        .get(url)
         .send()
         .await
         .context("GET /approvals failed")?;
@@ -35,16 +59,10 @@ pub async fn check_loaded(http: &reqwest::Client, base: &str, pending: usize) ->
         "GET /approvals answered {}",
         response.status()
     );
-    let list: ApprovalList = response
+    response
         .json()
         .await
-        .context("GET /approvals answered an unexpected body")?;
-    ensure!(
-        list.approvals.len() == pending,
-        "the agent shows {} pending approvals, {pending} were seeded: it did not load the seeded conversations",
-        list.approvals.len()
-    );
-    Ok(())
+        .context("GET /approvals answered an unexpected body")
 }
 
 /// GET that must answer 200 with a body starting with `prefix`.

@@ -32,7 +32,7 @@ pub struct Seeded {
 }
 
 /// True for the conversations that are left waiting for an approval.
-fn is_pending(index: usize) -> bool {
+pub fn is_pending(index: usize) -> bool {
     index % 33 == 7
 }
 
@@ -106,7 +106,7 @@ fn object(value: Value) -> Map<String, Value> {
 /// One realistic conversation: system prompt, "list resources", the
 /// `resources_list` call and its result, the answer, a thank-you (or, for a
 /// pending one, an add request stopped for approval).
-fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
+pub fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
     let created = now - TimeDelta::seconds(60 * (index as i64 % 43_200) + 3600);
     let at = |step: i64| created + TimeDelta::milliseconds(400 * step);
     let mut messages = listing_exchange(index, &at);
@@ -131,6 +131,7 @@ fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation {
         session_id: format!("{:08x}", (index as u32).wrapping_mul(2_654_435_761)),
         status,
         messages,
+        pending_approvals: Vec::new(),
         pending_approval,
         pipeline_state: None,
         turn_in_progress: false,
