@@ -161,3 +161,57 @@ async fn a_database_that_goes_away_is_a_503_and_the_agent_recovers_when_it_retur
         .count();
     assert!(users >= 2, "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_waiting_approvals_survive_a_restart_and_each_runs_once() {
+    let db = TestDb::create().await;
+    let config = testdata("agent-resources.yaml");
+    let mut first = Agent::start(&config, on(&db)).await;
+    let asked = (0..100).map(|n| {
+        let first = &first;
+        async move {
+            let (status, answer) = first
+                .say_new(&format!("add resource r-{n} with value {n}"))
+                .await;
+            assert_eq!(status, 201, "{answer}");
+            approval_uuid(&answer)
+        }
+    });
+    let mut asked: Vec<String> = futures::future::join_all(asked).await;
+    first.stop();
+
+    let second = Agent::start(&config, on(&db)).await;
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let query = match &cursor {
+            Some(cursor) => format!("/approvals?limit=30&cursor={cursor}"),
+            None => "/approvals?limit=30".to_string(),
+        };
+        let (status, page) = second.get(&query).await;
+        assert_eq!(status, 200, "{page}");
+        for approval in page["approvals"].as_array().unwrap() {
+            listed.push(approval["uuid"].as_str().unwrap().to_string());
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    listed.sort();
+    asked.sort();
+    assert_eq!(listed, asked, "every waiting approval is listed once");
+
+    // Decided all at once (saves committed together): each runs once.
+    let decided = asked
+        .iter()
+        .map(|uuid| second.decide(uuid, json!({"approved": true})));
+    for (status, body) in futures::future::join_all(decided).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(second.resource_names().await.len(), 100);
+    let (_, left) = second.get("/approvals").await;
+    assert_eq!(left["approvals"], json!([]));
+    let (_, all) = second.get("/conversations?status=waiting_approval").await;
+    assert_eq!(all["summary"]["waiting_approval"], 0, "{all}");
+}

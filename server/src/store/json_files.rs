@@ -2,7 +2,9 @@
 //!
 //! Writes go to a fresh temporary file in the same directory (created
 //! `0600` by `tempfile`), which is fsynced, renamed over the target and
-//! followed by an fsync of the directory. At startup, leftover temporary
+//! followed by an fsync of the directory, shared by the saves of every
+//! conversation that finished their rename meanwhile (group commit,
+//! [`GroupSync`]). At startup, leftover temporary
 //! files are removed and files that cannot be loaded are moved to
 //! `<data_dir>/quarantine/` with an error in the log.
 
@@ -15,17 +17,22 @@ use asg_shared::Conversation;
 use tempfile::NamedTempFile;
 use uuid::Uuid;
 
+use super::group_sync::GroupSync;
 use super::{Store, StoreError};
 
 /// Name of the directory (under the data dir) unreadable files go to.
 pub const QUARANTINE_DIR: &str = "quarantine";
 
+/// A sync of the conversations directory (makes renames in it durable).
+type DirSync = Box<dyn Fn() -> std::io::Result<()> + Send + Sync>;
+
 /// Conversations as JSON files under a directory.
-#[derive(Debug)]
 pub struct JsonFileStore {
     dir: PathBuf,
     quarantine: PathBuf,
     quarantined: AtomicUsize,
+    /// The directory's fsync, shared by concurrent saves.
+    dir_sync: GroupSync<DirSync>,
 }
 
 impl JsonFileStore {
@@ -34,10 +41,13 @@ impl JsonFileStore {
         let dir = data_dir.join("conversations");
         create_private_dir(&dir)
             .map_err(|e| StoreError(format!("cannot create {}: {e}", dir.display())))?;
+        let synced = dir.clone();
+        let sync: DirSync = Box::new(move || sync_dir(&synced));
         Ok(JsonFileStore {
             dir,
             quarantine: data_dir.join(QUARANTINE_DIR),
             quarantined: AtomicUsize::new(0),
+            dir_sync: GroupSync::new(sync),
         })
     }
 
@@ -54,7 +64,12 @@ impl JsonFileStore {
         file.write_all(bytes)?;
         file.as_file().sync_all()?;
         file.persist(self.path_of(id)).map_err(|e| e.error)?;
-        sync_dir(&self.dir)
+        self.dir_sync.after_write()
+    }
+
+    /// How many directory syncs the saves so far took.
+    pub fn directory_syncs(&self) -> u64 {
+        self.dir_sync.runs()
     }
 
     /// Moves an unloadable file to the quarantine directory, keeping its

@@ -7,7 +7,9 @@
 //! torn file. Files are readable by the owner only. A file that cannot be
 //! loaded at startup is moved to `data_dir/quarantine/`, never dropped.
 
+mod group_sync;
 mod json_files;
+mod pg_commit;
 pub mod postgres;
 
 use asg_shared::Conversation;

@@ -44,10 +44,16 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often the database and the writer lock's connection are checked.
 const WRITER_CHECK: Duration = Duration::from_secs(2);
+/// Pings in a row that may time out on a live connection (a busy
+/// database) before the store counts it as lost: one slow ping never
+/// gives up the writer lock.
+const SLOW_PINGS: u32 = 3;
 
 /// The PostgreSQL store.
 pub struct PgStore {
     pool: PgPool,
+    /// Saves go through the group committer (`pg_commit.rs`).
+    commits: tokio::sync::mpsc::UnboundedSender<super::pg_commit::Save>,
     handle: Handle,
     writer: Arc<Writer>,
     quarantined: AtomicUsize,
@@ -115,8 +121,10 @@ impl PgStore {
             lost: AtomicBool::new(false),
         });
         tokio::spawn(watch_writer(Arc::downgrade(&writer)));
+        let commits = super::pg_commit::spawn(pool.clone(), epoch);
         Ok(PgStore {
             pool,
+            commits,
             handle: Handle::current(),
             writer,
             quarantined: Default::default(),
@@ -164,7 +172,7 @@ async fn become_writer(url: &str, pool: &PgPool) -> Result<(PgConnection, i64), 
 
 /// `future`, or an error after [`STATEMENT_TIMEOUT`] (a half-open
 /// connection never hangs a caller).
-async fn limited<T>(
+pub(super) async fn limited<T>(
     future: impl std::future::Future<Output = Result<T, sqlx::Error>>,
 ) -> Result<T, sqlx::Error> {
     tokio::time::timeout(STATEMENT_TIMEOUT, future)
@@ -176,6 +184,7 @@ async fn limited<T>(
 /// check is also what `/health` reports); takes the lock again when the
 /// connection dropped. Ends with the store.
 async fn watch_writer(writer: Weak<Writer>) {
+    let mut slow = 0;
     loop {
         tokio::time::sleep(WRITER_CHECK).await;
         let Some(writer) = writer.upgrade() else {
@@ -183,12 +192,22 @@ async fn watch_writer(writer: Weak<Writer>) {
         };
         let mut connection = writer.connection.lock().await;
         let alive = match connection.as_mut() {
-            Some(c) => matches!(
-                tokio::time::timeout(PING_TIMEOUT, c.ping()).await,
-                Ok(Ok(()))
-            ),
+            Some(c) => match tokio::time::timeout(PING_TIMEOUT, c.ping()).await {
+                Ok(Ok(())) => true,
+                Ok(Err(_)) => false,
+                Err(_) => {
+                    // No answer in time: the connection may still be fine.
+                    slow += 1;
+                    if slow < SLOW_PINGS {
+                        tracing::warn!(database = %describe(&writer.url), slow, "the database was slow to answer a ping");
+                        continue;
+                    }
+                    false
+                }
+            },
             None => false,
         };
+        slow = 0;
         if writer.up.swap(alive, Ordering::SeqCst) != alive {
             tracing::warn!(database = %describe(&writer.url), up = alive, "the database's availability changed");
         }
@@ -322,35 +341,14 @@ impl Store for PgStore {
 
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError> {
         self.check_writer()?;
-        let doc = serde_json::to_value(conversation)
-            .map_err(|e| StoreError(format!("cannot serialize the conversation: {e}")))?;
-        // Committed only while this process's fencing token is current,
-        // checked in the same statement; FOR SHARE makes a takeover wait
-        // for the saves in flight.
-        let query = sqlx::query(
-            "INSERT INTO conversations (id, status, created_at, updated_at, doc) \
-             SELECT $1, $2, $3, $4, $5 FROM writer_epoch WHERE id = 1 AND epoch = $6 FOR SHARE \
-             ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, \
-             updated_at = EXCLUDED.updated_at, doc = EXCLUDED.doc",
-        )
-        .bind(conversation.id)
-        .bind(conversation.status.as_str())
-        .bind(conversation.created_at)
-        .bind(conversation.updated_at)
-        .bind(doc)
-        .bind(self.writer.epoch);
-        let done = self
-            .block(limited(query.execute(&self.pool)))
-            .map_err(|e| {
-                StoreError(format!("cannot save conversation {}: {e}", conversation.id))
-            })?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError(format!(
-                "conversation {} was not saved: another agent process is the store's writer now",
-                conversation.id
-            )));
-        }
-        Ok(())
+        let (save, outcome) = super::pg_commit::Save::of(conversation)?;
+        let failed = |e: String| StoreError(format!("conversation {}: {e}", conversation.id));
+        self.commits
+            .send(save)
+            .map_err(|_| failed("the store's committer has stopped".into()))?;
+        self.block(outcome)
+            .map_err(|_| failed("the store's committer has stopped".into()))?
+            .map_err(failed)
     }
 
     fn quarantined(&self) -> usize {
