@@ -260,6 +260,41 @@ async fn with_separate_approver_nobody_approves_their_own_request() {
 }
 
 #[tokio::test]
+async fn an_approval_raised_after_someone_else_approved_is_still_the_requesters() {
+    // A loop asks for every add: grace approves alice's first, and the
+    // loop's next add is alice's request again, not grace's.
+    let provider = OidcProvider::start().await;
+    let secured = secured_agent("e2e-loop-approval.yaml", &provider.issuer, true, &[]).await;
+    let agent = &secured.agent;
+    let (alice, grace) = (provider.token("alice").await, provider.token("grace").await);
+    let (status, answer) = post_as(
+        agent,
+        &alice,
+        "/conversations",
+        json!({"message": "ensure we have at least 2 resources"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let first = answer["result"]["approval"]["uuid"].as_str().unwrap();
+    let (status, second) = post_as(
+        agent,
+        &grace,
+        &format!("/approvals/{first}"),
+        json!({"approved": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    let next = &second["result"]["approval"];
+    assert_eq!(next["requested_by"]["subject"], "alice", "{next}");
+    let decide = format!("/approvals/{}", next["uuid"].as_str().unwrap());
+    // So with four eyes grace still decides it, and alice cannot.
+    let (status, body) = post_as(agent, &alice, &decide, json!({"approved": true})).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = post_as(agent, &grace, &decide, json!({"approved": true})).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
 async fn an_api_key_and_a_mapped_group_approve_too() {
     let (provider, secured) = setup(false).await;
     let agent = &secured.agent;

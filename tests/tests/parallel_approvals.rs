@@ -249,7 +249,8 @@ async fn an_a2a_task_lists_every_pending_approval_and_a_continuation_names_the_o
     assert!(text.contains("one message per approval"), "{text}");
     assert!(agent.resource_names().await.is_empty());
 
-    let named = continue_task(&agent, &id, json!([decision(Some(&b))])).await;
+    // A uuid is a uuid in upper case too.
+    let named = continue_task(&agent, &id, json!([decision(Some(&b.to_uppercase()))])).await;
     assert!(named["error"].is_null(), "{named}");
     assert_eq!(listed_on_task(&named["result"]), vec![a.clone()]);
     assert_eq!(agent.resource_names().await, ["from-adder-b"]);
@@ -387,11 +388,12 @@ async fn a_loop_in_a_branch_keeps_its_count_whatever_order_the_approvals_come_in
     assert_eq!(added, 4, "3 by the loop, 1 by adder-b: {conversation}");
 }
 
-/// The two-branch run on a config of its own: decides adder-b, restarts
-/// with `change` applied to the config, and decides adder-a.
+/// The two-branch run on a config of its own: approves adder-b, restarts
+/// with `change` applied to the config, and decides adder-a with `last`.
 async fn decided_across_a_config_change(
     extra: &str,
     change: impl Fn(String) -> String,
+    last: Value,
 ) -> (Agent, Value, tempfile::TempDir) {
     let (dir, config) = asg_tests::config_with(CONFIG, extra);
     let options = AgentOptions {
@@ -410,7 +412,7 @@ async fn decided_across_a_config_change(
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&config, change(text)).unwrap();
     let agent = Agent::start(&config, options).await;
-    let (status, done) = agent.decide(&a, json!({"approved": true})).await;
+    let (status, done) = agent.decide(&a, last).await;
     assert_eq!(status, 200, "{done}");
     (agent, done, dir)
 }
@@ -425,9 +427,11 @@ fn ran(conversation: &Value, node: &str) -> bool {
 
 #[tokio::test]
 async fn a_config_change_refuses_the_rest_of_the_run_and_resumes_nothing() {
-    let (agent, done, _dir) = decided_across_a_config_change("", |text| {
-        text.replace("prompt: \"Report.", "prompt: \"Report v2.")
-    })
+    let (agent, done, _dir) = decided_across_a_config_change(
+        "",
+        |text| text.replace("prompt: \"Report.", "prompt: \"Report v2."),
+        json!({"approved": true}),
+    )
     .await;
     let response = done["result"]["response"].as_str().unwrap();
     assert!(
@@ -444,6 +448,38 @@ async fn a_config_change_refuses_the_rest_of_the_run_and_resumes_nothing() {
 }
 
 #[tokio::test]
+async fn a_rejection_after_a_config_change_ends_the_run_instead_of_resuming_it_on_the_new_config() {
+    let (agent, done, _dir) = decided_across_a_config_change(
+        "",
+        |text| text.replace("prompt: \"Report.", "prompt: \"Report v2."),
+        json!({"approved": false, "reason": "not now"}),
+    )
+    .await;
+    let response = done["result"]["response"].as_str().unwrap();
+    assert!(
+        response.starts_with(
+            "Pipeline cancelled: resources_add was rejected and the agent's configuration changed"
+        ),
+        "{response}"
+    );
+    assert!(
+        !ran(&done["conversation"], "tally"),
+        "the tally ran on the new config"
+    );
+    assert_eq!(done["conversation"]["status"], "active");
+    assert!(pending(&done["conversation"]).is_empty());
+    assert_eq!(agent.resource_names().await, ["from-adder-b"]);
+    // The rejection is recorded as the person's, not as the config's.
+    let decisions = done["conversation"]["decisions"].as_array().unwrap();
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d["approved"] == false && d["decided_by"]["subject"] != "system:config"),
+        "{decisions:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_step_that_moved_in_the_tree_is_never_resumed_at_another_node() {
     let swap = |text: String| {
         let a = "        - { type: llm, name: adder-a, prompt: \"Add resource a.\", tools: [resources_add], output_key: a }\n";
@@ -451,8 +487,12 @@ async fn a_step_that_moved_in_the_tree_is_never_resumed_at_another_node() {
         assert!(text.contains(a) && text.contains(b));
         text.replace(a, "@A@").replace(b, a).replace("@A@", b)
     };
-    let (agent, done, _dir) =
-        decided_across_a_config_change("approval:\n  on_config_change: resume\n", swap).await;
+    let (agent, done, _dir) = decided_across_a_config_change(
+        "approval:\n  on_config_change: resume\n",
+        swap,
+        json!({"approved": true}),
+    )
+    .await;
     let response = done["result"]["response"].as_str().unwrap();
     assert!(
         response.starts_with(
@@ -547,4 +587,47 @@ async fn the_last_proxy_approval_settled_on_the_sub_agent_lets_the_run_finish_af
     let mut names = b.resource_names().await;
     names.sort();
     assert_eq!(names, ["p-a", "p-b"]);
+}
+
+#[tokio::test]
+async fn a_rejected_delegation_leaves_no_approval_of_its_task_waiting_on_the_sub_agent() {
+    // B's run stops twice at once (two parallel branches); A shows the
+    // first as its proxy approval. A rejection there ends the delegated
+    // task on B: B's other approval is refused too, never left for
+    // someone to approve on B after A gave up on the run.
+    let b = Agent::start(&testdata(CONFIG), AgentOptions::default()).await;
+    let a = Agent::start(
+        &testdata("agent-delegator.yaml"),
+        AgentOptions::with_env(&[("DOWNSTREAM_URL", &b.url)]),
+    )
+    .await;
+    let (status, answer) = a.say_new("add both").await;
+    assert_eq!(status, 201, "{answer}");
+    let (_, on_b) = b.get("/approvals").await;
+    assert_eq!(on_b["approvals"].as_array().unwrap().len(), 2, "{on_b}");
+    let proxy = answer["result"]["approval"]["uuid"].as_str().unwrap();
+    let (status, done) = a
+        .decide(proxy, json!({"approved": false, "reason": "no"}))
+        .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["conversation"]["status"], "active", "{done}");
+    let response = done["result"]["response"].as_str().unwrap();
+    assert!(response.contains("Rejected by the user"), "{response}");
+    let (_, on_b) = b.get("/approvals").await;
+    assert_eq!(on_b["approvals"], json!([]), "B still waits: {on_b}");
+    // B's run went on with both branches refused, and nothing ran there.
+    let (_, listed) = b.get("/conversations").await;
+    let delegated = listed["conversations"].as_array().unwrap();
+    assert_eq!(delegated.len(), 1, "{listed}");
+    let on_b = b.conversation(delegated[0]["id"].as_str().unwrap()).await;
+    assert_eq!(on_b["status"], "active", "{on_b}");
+    let refused = on_b["decisions"].as_array().unwrap();
+    assert_eq!(refused.len(), 2, "{on_b}");
+    assert!(refused.iter().all(|d| d["approved"] == false), "{on_b}");
+    let ran_add = on_b["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["tool_result"]["name"] == "resources_add" && m["is_error"] != true);
+    assert!(!ran_add, "an add ran on B: {on_b}");
 }

@@ -341,7 +341,7 @@ fn pending_action(
     let chosen = match d.approval_uuid.as_deref() {
         Some(named) => pending
             .iter()
-            .find(|p| p.uuid.to_string() == named)
+            .find(|p| uuid::Uuid::parse_str(named.trim()).is_ok_and(|u| u == p.uuid))
             .ok_or_else(|| {
                 RpcError::invalid_params(format!(
                     "approval_uuid {named:?} is not a pending approval of task {id} ({})",

@@ -57,6 +57,19 @@ pub fn move_step(conversation: &mut Conversation, old: uuid::Uuid, new: uuid::Uu
     }
 }
 
+/// The conversation a turn starts from, taken under its lock. No turn
+/// runs while the lock is held, so an approval still `executing` or a
+/// turn still marked in progress was left by a turn whose last save
+/// failed (storage away): it is recorded as interrupted, never run again,
+/// before this turn goes on (its own saves then keep it).
+pub fn turn_start(snapshot: &Conversation) -> Conversation {
+    let mut conversation = snapshot.clone();
+    if recover_interrupted(&mut conversation, Utc::now()) {
+        tracing::warn!(conversation = %conversation.id, "a turn whose last save failed left the conversation unfinished; recorded as interrupted, nothing re-run");
+    }
+    conversation
+}
+
 /// Records a turn that a crash or a shutdown stopped halfway: an approval
 /// left `executing` becomes an "interrupted, may have run, not re-run"
 /// tool result, and the turn ends with an error answer that says so (an
@@ -302,6 +315,30 @@ mod tests {
         });
         conversation.turn_in_progress = true;
         (conversation, first.uuid, second.uuid)
+    }
+
+    #[test]
+    fn a_turn_starts_from_a_copy_where_a_call_left_executing_is_interrupted() {
+        // A decision's call ran, and its save (and the one after it)
+        // failed: the live copy still says executing. The next turn under
+        // the lock must not wait on it forever, nor run it again.
+        let (stale, first, second) = two_branches_one_executing();
+        let start = turn_start(&stale);
+        assert!(start.pending_by_uuid(first).is_none());
+        assert!(
+            resolvable(&start, second).is_some(),
+            "the sibling is decidable"
+        );
+        assert!(!start.turn_in_progress);
+        assert!(
+            start
+                .messages
+                .iter()
+                .any(|m| m.content.contains("may have run"))
+        );
+        // A clean conversation starts as it is.
+        let clean = waiting(ApprovalState::Pending);
+        assert_eq!(turn_start(&clean), clean);
     }
 
     #[test]

@@ -149,19 +149,66 @@ pub async fn forward_decision(
         approval_uuid: pending.remote_approval_uuid.clone(),
         reason: reason.map(str::to_string),
     };
+    let mut outcome = forward_once(inner, ctx, agent, task_id, decision).await;
+    if !approve {
+        // The sub-agent's run may wait for more approvals (parallel
+        // branches there): the run this rejection ends must not leave
+        // them to be approved on the sub-agent later.
+        for _ in 0..MAX_FOLLOW_UP_REJECTIONS {
+            let CallOutcome::Remote { approval, .. } = &outcome else {
+                break;
+            };
+            if approval.task_id != task_id {
+                break;
+            }
+            let next = RemoteDecision {
+                approve: false,
+                approval_uuid: approval.approval_uuid.clone(),
+                reason: reason.map(str::to_string),
+            };
+            outcome = forward_once(inner, ctx, agent, task_id, next).await;
+        }
+    }
+    match outcome {
+        CallOutcome::Done { content, .. } if !approve => CallOutcome::done(
+            format!("Rejected by the user; {agent_name} answered: {content}"),
+            true,
+        ),
+        other => other,
+    }
+}
+
+/// How many more approvals of the same sub-agent task a rejection
+/// refuses after the one it named.
+const MAX_FOLLOW_UP_REJECTIONS: usize = 16;
+
+/// Sends one decision to the sub-agent's task, reconciling with
+/// `tasks/get` when the send fails.
+async fn forward_once(
+    inner: &Inner,
+    ctx: &RequestContext,
+    agent: &SubAgent,
+    task_id: &str,
+    decision: RemoteDecision,
+) -> CallOutcome {
+    let agent_name = agent.name.as_str();
     tracing::info!(
         agent = agent_name,
         task = task_id,
-        approve,
+        approve = decision.approve,
         remote_approval = ?decision.approval_uuid,
         "forwarding approval decision to sub-agent"
     );
-    let text = if approve { "approved" } else { "rejected" };
+    let text = if decision.approve {
+        "approved"
+    } else {
+        "rejected"
+    };
     let sent = inner
         .agents
         .send(agent, text, Some(task_id), Some(&decision), ctx)
         .await;
-    let outcome = match sent {
+    match sent {
         Ok(delegation) => capped(inner, from_delegation(agent_name, delegation)),
         Err(error @ A2aError::DepthLimit { .. }) => from_error(agent_name, error),
         Err(error) => {
@@ -171,13 +218,6 @@ pub async fn forward_decision(
                 reconcile(inner, ctx, agent, task_id, &decision, error).await,
             )
         }
-    };
-    match outcome {
-        CallOutcome::Done { content, .. } if !approve => CallOutcome::done(
-            format!("Rejected by the user; {agent_name} answered: {content}"),
-            true,
-        ),
-        other => other,
     }
 }
 

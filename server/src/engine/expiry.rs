@@ -374,7 +374,7 @@ async fn expire_turn(
     uuid: Uuid,
 ) -> Result<TurnOutcome, EngineError> {
     let _guard = slot.lock().await;
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = approval::turn_start(&slot.snapshot());
     let pending = approval::resolvable(&conversation, uuid)
         .filter(|p| due(p, Utc::now()) == Due::Expire)
         .cloned();

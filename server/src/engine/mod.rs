@@ -302,9 +302,10 @@ impl Engine {
 
     /// Runs a turn in a task the engine owns: the caller awaits its
     /// outcome, but dropping that wait never stops the turn.
-    async fn spawn_turn<F>(&self, turn: F) -> Result<TurnOutcome, EngineError>
+    async fn spawn_turn<F, T>(&self, turn: F) -> Result<T, EngineError>
     where
-        F: Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
+        F: Future<Output = Result<T, EngineError>> + Send + 'static,
+        T: Send + 'static,
     {
         if self.inner.closing.load(Ordering::SeqCst) {
             return Err(EngineError::ShuttingDown);
@@ -526,7 +527,7 @@ impl Engine {
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
         self.spawn_turn(async move {
             let _guard = slot.lock().await;
-            let conversation = (*slot.snapshot()).clone();
+            let conversation = approval::turn_start(&slot.snapshot());
             let cancelable = conversation
                 .pending()
                 .iter()
@@ -679,7 +680,7 @@ async fn send_turn(
     text: String,
 ) -> Result<TurnOutcome, EngineError> {
     let _guard = slot.lock().await;
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = approval::turn_start(&slot.snapshot());
     match conversation.status {
         ConversationStatus::WaitingApproval => {
             if let Some(pending) = conversation.pending().first() {
@@ -718,7 +719,7 @@ async fn decision_turn(
         choice,
     } = request;
     let _guard = slot.lock().await;
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = approval::turn_start(&slot.snapshot());
     let Some(pending) = approval::resolvable(&conversation, uuid).cloned() else {
         return Err(EngineError::AlreadyResolved {
             uuid,

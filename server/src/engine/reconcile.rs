@@ -11,7 +11,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::turn::Turn;
-use super::{Engine, Inner, calls, llm_node, new_message};
+use super::{Engine, EngineError, Inner, calls, llm_node, new_message};
 use crate::a2a::client::{Delegation, delegation_of};
 use crate::context::RequestContext;
 
@@ -102,35 +102,42 @@ impl Engine {
             return Ok(());
         }
         let slot = self.slot(id).map_err(|e| e.to_string())?;
-        let _guard = slot.lock().await;
-        let mut conversation = (*slot.snapshot()).clone();
-        if conversation.pending_by_uuid(uuid) != Some(&pending) {
-            return Ok(()); // decided meanwhile
-        }
-        apply(&self.inner, &mut conversation, &pending, verdict);
-        if conversation.pending().is_empty() && conversation.pipeline_state.is_some() {
-            // The last approval of a paused run was settled there: the run
-            // goes on as after a decision.
-            let ctx = RequestContext::default();
-            let turn = Turn::new(self.inner.clone(), &slot, conversation, &ctx);
-            let result = turn.resume_settled().await;
-            return super::settle(&self.inner, &slot, result)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string());
-        }
-        conversation.updated_at = Utc::now();
-        let store = self.inner.store.clone();
-        let to_save = Arc::new(conversation);
-        let saving = to_save.clone();
-        tokio::task::spawn_blocking(move || store.save(&saving))
+        // A turn like any other: shutdown waits for it (or stops it), and
+        // none starts while the agent is closing.
+        let inner = self.inner.clone();
+        self.spawn_turn(settle_remote(inner, slot, pending, verdict))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
-        slot.publish(to_save);
-        self.inner.expiry.wake();
-        Ok(())
+            .map_err(|e| e.to_string())
     }
+}
+
+/// Applies what the sub-agent says of `pending` under the conversation's
+/// lock; a paused run whose last approval was settled there goes on as
+/// after a decision.
+async fn settle_remote(
+    inner: Arc<Inner>,
+    slot: Arc<super::index::Slot>,
+    pending: asg_shared::PendingApproval,
+    verdict: Verdict,
+) -> Result<(), EngineError> {
+    let _guard = slot.lock().await;
+    let mut conversation = (*slot.snapshot()).clone();
+    if conversation.pending_by_uuid(pending.uuid) != Some(&pending) {
+        return Ok(()); // decided meanwhile
+    }
+    apply(&inner, &mut conversation, &pending, verdict);
+    if conversation.pending().is_empty() && conversation.pipeline_state.is_some() {
+        let ctx = RequestContext::default();
+        let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+        let result = turn.resume_settled(&pending).await;
+        return super::settle(&inner, &slot, result).await.map(|_| ());
+    }
+    conversation.updated_at = Utc::now();
+    let to_save = Arc::new(conversation);
+    super::save_blocking(&inner.store, to_save.clone()).await?;
+    slot.publish(to_save);
+    inner.expiry.wake();
+    Ok(())
 }
 
 fn apply(inner: &Inner, conversation: &mut Conversation, old: &PendingApproval, verdict: Verdict) {

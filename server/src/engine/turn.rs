@@ -43,6 +43,10 @@ pub(crate) struct Turn<'a> {
     ctx: RequestContext,
     /// An approver's edited arguments and grant, on a decision.
     choice: Choice,
+    /// Who the run works for: the caller, or on a decision the one who
+    /// asked for the decided call (never the approver, so that nobody
+    /// asks through someone else's approval).
+    requester: Option<asg_shared::Actor>,
 }
 
 #[async_trait]
@@ -77,6 +81,7 @@ impl<'a> Turn<'a> {
             inner,
             slot,
             conversation,
+            requester: ctx.requester(),
             ctx,
             choice: Choice::default(),
         }
@@ -159,6 +164,9 @@ impl<'a> Turn<'a> {
         decision: Decision,
     ) -> Result<TurnOutcome, EngineError> {
         self.conversation.turn_in_progress = true;
+        if pending.requested_by.is_some() {
+            self.requester = pending.requested_by.clone();
+        }
         let approve = decision.approve;
         self.record_decision(&pending, &decision, "decision")?;
         let outcome = self
@@ -200,6 +208,19 @@ impl<'a> Turn<'a> {
         if !self.conversation.pending().is_empty() {
             return self.wait_for_the_rest().await;
         }
+        if self.must_not_resume(&pending) {
+            // A refusal (by a person or by expiry) stays what it was, but
+            // the run must not go on under another configuration either.
+            self.conversation.pipeline_state = None;
+            self.conversation.status = ConversationStatus::Active;
+            let what = format!(
+                "{} was {} and the agent's configuration changed since the run paused \
+                 (approval.on_config_change: refuse)",
+                pending.tool_name,
+                refusal_word(&decision.by)
+            );
+            return self.cancel_pipeline(&what).await;
+        }
         self.conversation.status = ConversationStatus::Active;
         match self.conversation.pipeline_state.take() {
             None => {
@@ -210,11 +231,35 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// The run paused on `pending` would resume on a configuration other
+    /// than the one it paused on, and `approval.on_config_change` is
+    /// `refuse`.
+    fn must_not_resume(&self, pending: &PendingApproval) -> bool {
+        self.conversation.pipeline_state.is_some()
+            && self.inner.pinning.on_change == crate::config::OnConfigChange::Refuse
+            && self.inner.config_changed(pending)
+    }
+
     /// Goes on with a paused run whose last approval was settled
     /// elsewhere (on its sub-agent; see `reconcile.rs`).
-    pub(crate) async fn resume_settled(mut self) -> Result<TurnOutcome, EngineError> {
+    pub(crate) async fn resume_settled(
+        mut self,
+        settled: &PendingApproval,
+    ) -> Result<TurnOutcome, EngineError> {
         self.conversation.turn_in_progress = true;
         self.conversation.status = ConversationStatus::Active;
+        if settled.requested_by.is_some() {
+            self.requester = settled.requested_by.clone();
+        }
+        if self.must_not_resume(settled) {
+            self.conversation.pipeline_state = None;
+            let what = format!(
+                "{} was settled on its sub-agent and the agent's configuration changed since the run paused \
+                 (approval.on_config_change: refuse)",
+                settled.tool_name
+            );
+            return self.cancel_pipeline(&what).await;
+        }
         match self.conversation.pipeline_state.take() {
             Some(state) => self.resume_pipeline(&state).await,
             None => {
@@ -606,7 +651,7 @@ impl<'a> Turn<'a> {
             .add_approval(pending.uuid, self.conversation.id);
         tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
         if pending.requested_by.is_none() {
-            pending.requested_by = self.ctx.requester();
+            pending.requested_by = self.requester.clone();
         }
         self.inner.expiry.stamp(&mut pending);
         pending.config_hash = Some(self.inner.config_hash(&pending));
