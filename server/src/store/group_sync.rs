@@ -148,12 +148,18 @@ mod tests {
         fail: AtomicBool,
     }
 
-    fn gated() -> (
-        Arc<GroupSync<impl Fn() -> io::Result<()>>>,
+    /// The sync the tests share, boxed.
+    type TestSync = Box<dyn Fn() -> io::Result<()> + Send + Sync>;
+    /// A group on a gated sync: where a sync's start shows, how to let
+    /// it end, and the gate.
+    type Gated = (
+        Arc<GroupSync<TestSync>>,
         mpsc::Receiver<()>,
         mpsc::Sender<()>,
         Arc<Gate>,
-    ) {
+    );
+
+    fn gated() -> Gated {
         let (entered_tx, entered_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel();
         let gate = Arc::new(Gate {
@@ -162,7 +168,7 @@ mod tests {
             fail: AtomicBool::new(false),
         });
         let inside = gate.clone();
-        let group = Arc::new(GroupSync::new(move || {
+        let sync: TestSync = Box::new(move || {
             inside.entered.send(()).unwrap();
             inside.release.lock().unwrap().recv().unwrap();
             if inside.fail.load(Ordering::SeqCst) {
@@ -170,7 +176,8 @@ mod tests {
             } else {
                 Ok(())
             }
-        }));
+        });
+        let group = Arc::new(GroupSync::new(sync));
         (group, entered_rx, release_tx, gate)
     }
 
