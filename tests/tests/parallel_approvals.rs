@@ -425,17 +425,19 @@ fn ran(conversation: &Value, node: &str) -> bool {
         .any(|m| m["node"] == node)
 }
 
-#[tokio::test]
-async fn a_config_change_refuses_the_rest_of_the_run_and_resumes_nothing() {
+/// Approves adder-b, changes the report prompt across a restart, decides
+/// adder-a with `last`; checks the run ended with `said` and resumed
+/// nothing (only adder-b's add ran).
+async fn ended_by_a_config_change(last: Value, said: &str) -> Value {
     let (agent, done, _dir) = decided_across_a_config_change(
         "",
         |text| text.replace("prompt: \"Report.", "prompt: \"Report v2."),
-        json!({"approved": true}),
+        last,
     )
     .await;
     let response = done["result"]["response"].as_str().unwrap();
     assert!(
-        response.starts_with("Pipeline cancelled: resources_add was refused because the agent's configuration changed"),
+        response.starts_with(&format!("Pipeline cancelled: {said}")),
         "{response}"
     );
     assert!(
@@ -445,30 +447,25 @@ async fn a_config_change_refuses_the_rest_of_the_run_and_resumes_nothing() {
     assert_eq!(done["conversation"]["status"], "active");
     assert!(pending(&done["conversation"]).is_empty());
     assert_eq!(agent.resource_names().await, ["from-adder-b"]);
+    done
+}
+
+#[tokio::test]
+async fn a_config_change_refuses_the_rest_of_the_run_and_resumes_nothing() {
+    ended_by_a_config_change(
+        json!({"approved": true}),
+        "resources_add was refused because the agent's configuration changed",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_rejection_after_a_config_change_ends_the_run_instead_of_resuming_it_on_the_new_config() {
-    let (agent, done, _dir) = decided_across_a_config_change(
-        "",
-        |text| text.replace("prompt: \"Report.", "prompt: \"Report v2."),
+    let done = ended_by_a_config_change(
         json!({"approved": false, "reason": "not now"}),
+        "resources_add was rejected and the agent's configuration changed",
     )
     .await;
-    let response = done["result"]["response"].as_str().unwrap();
-    assert!(
-        response.starts_with(
-            "Pipeline cancelled: resources_add was rejected and the agent's configuration changed"
-        ),
-        "{response}"
-    );
-    assert!(
-        !ran(&done["conversation"], "tally"),
-        "the tally ran on the new config"
-    );
-    assert_eq!(done["conversation"]["status"], "active");
-    assert!(pending(&done["conversation"]).is_empty());
-    assert_eq!(agent.resource_names().await, ["from-adder-b"]);
     // The rejection is recorded as the person's, not as the config's.
     let decisions = done["conversation"]["decisions"].as_array().unwrap();
     assert!(
