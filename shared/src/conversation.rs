@@ -428,6 +428,16 @@ impl Conversation {
         }
     }
 
+    /// Every approval uuid the conversation has or had: the waited-for
+    /// ones and those of its recorded tool calls.
+    pub fn approval_uuids(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.pending().iter().map(|p| p.uuid).chain(
+            self.messages
+                .iter()
+                .filter_map(|m| m.tool_call.as_ref().and_then(|c| c.approval_uuid)),
+        )
+    }
+
     /// The waited-for approval `uuid`.
     pub fn pending_by_uuid(&self, uuid: Uuid) -> Option<&PendingApproval> {
         self.pending().iter().find(|p| p.uuid == uuid)

@@ -1,6 +1,6 @@
 //! The PostgreSQL store with the real `agent` binary and a real database
 //! (a fresh one per test): state lives in the database, not the data
-//! directory; one writer per database; `agent migrate`; `/health` and the
+//! directory; `agent migrate`; `/health` and the
 //! API when the database goes away and comes back.
 
 use std::process::Command;
@@ -44,34 +44,6 @@ async fn a_waiting_approval_lives_in_the_database_across_a_crash() {
         .filter(|m| m["tool_result"]["name"] == "resources_add")
         .count();
     assert_eq!(added, 1, "{shown}");
-}
-
-// Two workers: starting the second agent blocks one while it waits.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_process_on_the_database_waits_until_the_first_is_gone() {
-    let db = TestDb::create().await;
-    let config = testdata("agent-resources.yaml");
-    let mut first = Agent::start(&config, on(&db)).await;
-    let (_, answer) = first.say_new("add resource pg-2 with value 2").await;
-    let uuid = approval_uuid(&answer);
-    let options = on(&db);
-    let second = tokio::spawn(async move { Agent::start(&config, options).await });
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(!second.is_finished(), "two writers on one database");
-    first.stop();
-    let second = tokio::time::timeout(Duration::from_secs(30), second)
-        .await
-        .expect("the second process never took over")
-        .unwrap();
-    assert!(
-        second
-            .log()
-            .contains("another agent process holds the store"),
-        "{}",
-        second.log()
-    );
-    let (status, _) = second.decide(&uuid, json!({"approved": true})).await;
-    assert_eq!(status, 200);
 }
 
 #[tokio::test]

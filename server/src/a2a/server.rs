@@ -141,7 +141,7 @@ async fn rpc(
         "message/send" => message_send(&call, params).await,
         "message/stream" => return stream::message_stream(call, params).await,
         "tasks/resubscribe" => return stream::resubscribe(call, params).await,
-        "tasks/get" => tasks_get(&call, params),
+        "tasks/get" => tasks_get(&call, params).await,
         "tasks/cancel" => tasks_cancel(&call, params).await,
         "tasks/pushNotificationConfig/set"
         | "tasks/pushNotificationConfig/get"
@@ -201,7 +201,7 @@ impl Action {
 
 /// Decides what a message means; `call.ctx` takes the conversation's
 /// session id when the request brought none.
-pub(crate) fn prepare(
+pub(crate) async fn prepare(
     call: &mut Call,
     message: &A2aMessage,
 ) -> Result<(Action, Option<String>), RpcError> {
@@ -216,7 +216,7 @@ pub(crate) fn prepare(
         return Ok((Action::Create(text), client_context));
     };
     let id = Uuid::parse_str(raw).map_err(|_| RpcError::task_not_found(raw))?;
-    let conversation = stored_task(call, id)?;
+    let conversation = stored_task(call, id).await?;
     if decision.is_none() && !policy::can_continue(&call.ctx.caller(), &conversation) {
         return Err(forbidden(format!(
             "only the principal that created task {id} may continue it"
@@ -385,7 +385,7 @@ pub(crate) async fn execute(
 /// The conversation a finished turn left behind (and whether the message
 /// was left unprocessed because a decision is awaited), or the error to
 /// answer. A failed model is a `failed` task, not an error.
-pub(crate) fn settled(
+pub(crate) async fn settled(
     engine: &Engine,
     result: Result<TurnOutcome, EngineError>,
 ) -> Result<(Arc<Conversation>, bool), RpcError> {
@@ -396,6 +396,8 @@ pub(crate) fn settled(
         }
         Err(EngineError::WaitingApproval(pending)) => engine
             .get(pending.conversation_id)
+            .await
+            .map_err(|e| engine_error(&e))?
             .map(|c| (c, true))
             .ok_or_else(|| RpcError::task_not_found(&pending.conversation_id.to_string())),
         Err(error) => Err(engine_error(&error)),
@@ -418,7 +420,7 @@ pub(crate) fn engine_error(error: &EngineError) -> RpcError {
             RpcError::new(error_codes::TASK_NOT_CANCELABLE, error.to_string())
         }
         EngineError::Forbidden(why) => forbidden(why.clone()),
-        EngineError::ShuttingDown | EngineError::TooManySubscribers(_) => {
+        EngineError::ShuttingDown | EngineError::TooManySubscribers(_) | EngineError::Busy(_) => {
             RpcError::new(error_codes::INTERNAL_ERROR, error.to_string())
         }
         // The details (file paths, causes) go to the log only.
@@ -457,13 +459,14 @@ pub(crate) fn answer_task(
 async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     let request = parse_send(params)?;
     let mut call = call.clone();
-    let (action, context) = prepare(&mut call, &request.message)?;
+    let (action, context) = prepare(&mut call, &request.message).await?;
     if let Some(config) = &request.push {
         let service = push::service(&call)?;
         service.check(config).await.map_err(push::refused)?;
     }
     let engine = &call.state.engine;
-    let (conversation, not_processed) = settled(engine, execute(engine, &call.ctx, action).await)?;
+    let (conversation, not_processed) =
+        settled(engine, execute(engine, &call.ctx, action).await).await?;
     let context = context.unwrap_or_else(|| conversation.id.to_string());
     call.contexts.remember(conversation.id, &context);
     if let (Some(config), Ok(service)) = (request.push, push::service(&call))
@@ -483,23 +486,25 @@ async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     Ok((conversation, task))
 }
 
-fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
+async fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
-    let conversation = stored_task(call, id)?;
+    let conversation = stored_task(call, id).await?;
     let mut task = mapping::to_task(&conversation, &call.contexts.get(id), history_length);
-    mark_running(&mut task, call.state.engine.is_running(id));
+    mark_running(&mut task, call.state.engine.is_running(id).await);
     Ok((conversation, task))
 }
 
 /// The conversation behind a task id the caller may read, or -32001
 /// (another principal's task is not revealed).
-pub(crate) fn stored_task(
+pub(crate) async fn stored_task(
     call: &Call,
     id: uuid::Uuid,
 ) -> Result<std::sync::Arc<Conversation>, RpcError> {
     call.state
         .engine
         .get(id)
+        .await
+        .map_err(|e| engine_error(&e))?
         .filter(|c| policy::can_read(&call.ctx.caller(), c))
         .ok_or_else(|| RpcError::task_not_found(&id.to_string()))
 }
@@ -520,7 +525,7 @@ pub(crate) fn mark_running(task: &mut asg_shared::a2a::Task, running: bool) {
 
 async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
-    let conversation = stored_task(call, id)?;
+    let conversation = stored_task(call, id).await?;
     if !policy::can_continue(&call.ctx.caller(), &conversation) {
         return Err(forbidden(format!(
             "only the principal that created task {id} may cancel it"
@@ -543,11 +548,10 @@ async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
     let conversation = match call.state.engine.cancel(id, &call.ctx, reason).await {
         Ok(outcome) => outcome.conversation,
         Err(EngineError::NotCancelable(_)) => {
-            let now = call
-                .state
-                .engine
-                .get(id)
-                .map_or(state, |c| mapping::task_state(&c));
+            let now = match call.state.engine.get(id).await {
+                Ok(Some(c)) => mapping::task_state(&c),
+                _ => state,
+            };
             return Err(not_cancelable(now));
         }
         Err(error) => return Err(engine_error(&error)),

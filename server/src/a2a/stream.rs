@@ -54,11 +54,11 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
              carries the updates); use message/send or tasks/pushNotificationConfig/set",
         ));
     }
-    let (action, context) = prepare(&mut call, &request.message)?;
+    let (action, context) = prepare(&mut call, &request.message).await?;
     let engine = call.state.engine.clone();
     let history_length = request.history_length;
     if let Action::StillWaiting(_) = action {
-        let (conversation, _) = settled(&engine, execute(&engine, &call.ctx, action).await)?;
+        let (conversation, _) = settled(&engine, execute(&engine, &call.ctx, action).await).await?;
         let context = context.unwrap_or_else(|| conversation.id.to_string());
         let task = answer_task(&conversation, &context, history_length, true);
         let at = task_ref(&conversation, &context);
@@ -71,10 +71,10 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
             let Action::Create(text) = action else {
                 return Err(internal("a new task without text"));
             };
-            let (conversation, _) = settled(&engine, engine.create(&call.ctx, None).await)?;
+            let (conversation, _) = settled(&engine, engine.create(&call.ctx, None).await).await?;
             (Action::Send(conversation.id, text), conversation)
         }
-        Some(id) => (action, super::server::stored_task(&call, id)?),
+        Some(id) => (action, super::server::stored_task(&call, id).await?),
     };
     let context = context.unwrap_or_else(|| conversation.id.to_string());
     call.contexts.remember(conversation.id, &context);
@@ -82,6 +82,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
     // Subscribe before the turn starts so no event is missed.
     let events = engine
         .subscribe(conversation.id)
+        .await
         .map_err(|e| super::server::engine_error(&e))?;
     let mut first = mapping::to_task(&conversation, &context, history_length);
     first.artifacts.clear();
@@ -106,7 +107,11 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
             return;
         };
         let result = result.map_err(|e| internal(&format!("the turn stopped: {e}")));
-        match result.and_then(|r| settled(&engine, r)) {
+        let settled = match result {
+            Ok(result) => settled(&engine, result).await,
+            Err(error) => Err(error),
+        };
+        match settled {
             Ok((conversation, not_processed)) => {
                 finish(&sink, &conversation, &at, not_processed).await;
             }
@@ -120,19 +125,20 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
 /// ends; a task that is not working gets its final status at once.
 pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
     let rpc_id = call.id.clone();
-    let started = (|| {
+    let started = async {
         let (id, history_length) = parse_query(params)?;
         let engine = call.state.engine.clone();
         // Only a task the caller may read (else -32001).
-        super::server::stored_task(&call, id)?;
+        super::server::stored_task(&call, id).await?;
         // Subscribe before reading the state so the end cannot be missed.
         let events = engine
             .subscribe(id)
+            .await
             .map_err(|e| super::server::engine_error(&e))?;
-        let conversation = super::server::stored_task(&call, id)?;
+        let conversation = super::server::stored_task(&call, id).await?;
         let context = call.contexts.get(id);
         let mut task = mapping::to_task(&conversation, &context, history_length);
-        let running = engine.is_running(id);
+        let running = engine.is_running(id).await;
         super::server::mark_running(&mut task, running);
         let at = task_ref(&conversation, &context);
         // Only a turn in progress has more to stream; anything else (also a
@@ -149,13 +155,14 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
             {
                 return;
             }
-            match engine.get(id) {
-                Some(conversation) => finish(&sink, &conversation, &at, false).await,
-                None => sink.error(RpcError::task_not_found(&at.task_id)).await,
+            match engine.get(id).await {
+                Ok(Some(conversation)) => finish(&sink, &conversation, &at, false).await,
+                _ => sink.error(RpcError::task_not_found(&at.task_id)).await,
             }
         });
         Ok(response)
-    })();
+    }
+    .await;
     started.unwrap_or_else(|error| sse_error(rpc_id, error))
 }
 

@@ -13,13 +13,14 @@ use crate::auth::{Principal, policy};
 use crate::engine::Engine;
 
 /// The conversation, when `caller` may read it; 404 otherwise.
-pub fn readable(
+pub async fn readable(
     engine: &Engine,
     caller: &Principal,
     id: Uuid,
 ) -> Result<Arc<Conversation>, ApiError> {
     engine
         .get(id)
+        .await?
         .filter(|c| policy::can_read(caller, c))
         .ok_or_else(|| ApiError::not_found(format!("conversation {id} not found")))
 }
@@ -27,8 +28,8 @@ pub fn readable(
 /// Ok when `caller` may send to the conversation: 404 when it may not
 /// even read it, 403 when it reads it (as an approver or admin) but does
 /// not own it.
-pub fn continuable(engine: &Engine, caller: &Principal, id: Uuid) -> Result<(), ApiError> {
-    let conversation = readable(engine, caller, id)?;
+pub async fn continuable(engine: &Engine, caller: &Principal, id: Uuid) -> Result<(), ApiError> {
+    let conversation = readable(engine, caller, id).await?;
     if policy::can_continue(caller, &conversation) {
         return Ok(());
     }

@@ -106,7 +106,7 @@ pub async fn approvals_index(
 ) -> Result<Json<ApprovalList>, ApiError> {
     let status: Option<ApprovalState> =
         parse_status(query.status.as_deref(), "pending, executing")?;
-    let mut approvals = state.engine.pending_approvals();
+    let mut approvals = state.engine.pending_approvals().await?;
     approvals.retain(|a| {
         crate::auth::policy::can_see_approval(&caller, a) && status.is_none_or(|s| s == a.state)
     });

@@ -81,11 +81,16 @@ pub async fn conversations_index(
         query.status.as_deref(),
         "active, waiting_approval, completed, canceled",
     )?;
-    Ok(Json(state.engine.list_where(
-        |c| crate::auth::policy::can_read(&caller, c),
-        status,
-        query.page,
-    )))
+    Ok(Json(
+        state
+            .engine
+            .list_where(
+                move |c| crate::auth::policy::can_read(&caller, c),
+                status,
+                query.page,
+            )
+            .await?,
+    ))
 }
 
 /// Returns one conversation with all its messages and pending approval.
@@ -115,7 +120,7 @@ pub async fn conversations_show(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
-    let conversation = access::readable(&state.engine, &caller, id)?;
+    let conversation = access::readable(&state.engine, &caller, id).await?;
     Ok(conversation_response(StatusCode::OK, conversation, None))
 }
 
@@ -144,7 +149,7 @@ pub async fn conversations_send(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
-    access::continuable(&state.engine, &ctx.caller(), id)?;
+    access::continuable(&state.engine, &ctx.caller(), id).await?;
     let request: SendMessageRequest = parse_json(&body)?;
     let outcome = state.engine.send(id, &ctx, request.message).await?;
     Ok(conversation_response(

@@ -70,6 +70,9 @@ impl From<EngineError> for ApiError {
             EngineError::NotCancelable(_) => {
                 ApiError::new(StatusCode::CONFLICT, "not_cancelable", message)
             }
+            EngineError::Busy(_) => {
+                ApiError::new(StatusCode::CONFLICT, "conversation_busy", message)
+            }
             EngineError::InvalidInput(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
             }

@@ -34,49 +34,58 @@ pub async fn conversations_events(
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
-    super::access::readable(&state.engine, &caller, id)?;
+    super::access::readable(&state.engine, &caller, id).await?;
     let not_found = || ApiError::not_found(format!("conversation {id} not found"));
     // Subscribe before reading the snapshot so no change falls in between.
-    let receiver = state.engine.subscribe(id)?;
-    let first = snapshot(&state.engine, id).ok_or_else(not_found)?;
+    let receiver = state.engine.subscribe(id).await?;
+    let first = snapshot(state.engine.clone(), id)
+        .await
+        .ok_or_else(not_found)?;
     let engine = state.engine.clone();
     Ok(live_events(
         first,
         receiver,
-        move || snapshot(&engine, id),
-        |_| true,
+        move || snapshot(engine.clone(), id),
+        |event| std::future::ready(Some(event)),
         state.shutdown.clone(),
     ))
 }
 
 /// An event stream: `first`, then each event received that `keep`
-/// accepts, with `on_lag`'s fresh state in place of events a slow client
-/// missed (`None` ends the stream); it ends at shutdown. Keeps its subscription (and so its place
-/// among the open streams) until the client goes away.
-pub(crate) fn live_events<E>(
+/// passes on, with `on_lag`'s fresh state in place of events a slow
+/// client missed (`None` ends the stream); it ends at shutdown. Keeps its
+/// subscription (and so its place among the open streams) until the
+/// client goes away.
+pub(crate) fn live_events<E, Lag, Kept>(
     first: E,
     receiver: Subscription<E>,
-    on_lag: impl Fn() -> Option<E> + Send + Sync + 'static,
-    keep: impl Fn(&E) -> bool + Send + 'static,
+    on_lag: impl Fn() -> Lag + Send + Sync + 'static,
+    keep: impl Fn(E) -> Kept + Send + Sync + 'static,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
 where
     E: Serialize + Clone + Send + 'static,
+    Lag: std::future::Future<Output = Option<E>> + Send,
+    Kept: std::future::Future<Output = Option<E>> + Send,
 {
-    let on_lag = std::sync::Arc::new(on_lag);
+    let calls = std::sync::Arc::new((on_lag, keep));
     let live = stream::unfold(receiver, move |mut receiver| {
-        let on_lag = on_lag.clone();
+        let calls = calls.clone();
         async move {
-            let event = match receiver.recv().await {
-                Ok(event) => event,
-                Err(RecvError::Lagged(_)) => on_lag()?,
-                Err(RecvError::Closed) => return None,
-            };
-            Some((event, receiver))
+            loop {
+                let event = match receiver.recv().await {
+                    Ok(event) => event,
+                    Err(RecvError::Lagged(_)) => (calls.0)().await?,
+                    Err(RecvError::Closed) => return None,
+                };
+                if let Some(event) = (calls.1)(event).await {
+                    return Some((event, receiver));
+                }
+            }
         }
     });
     let events = stream::once(async move { first })
-        .chain(live.filter(move |event| std::future::ready(keep(event))))
+        .chain(live)
         .take_until(async move {
             let _ = shutdown.wait_for(|down| *down).await;
         })
@@ -84,9 +93,12 @@ where
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-fn snapshot(engine: &Engine, id: uuid::Uuid) -> Option<ConversationEvent> {
+async fn snapshot(engine: Engine, id: uuid::Uuid) -> Option<ConversationEvent> {
     engine
         .get(id)
+        .await
+        .ok()
+        .flatten()
         .map(|conversation| ConversationEvent::Snapshot {
             conversation: Box::new((*conversation).clone()),
         })

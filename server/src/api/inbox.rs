@@ -30,21 +30,27 @@ pub async fn inbox_events(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     // Subscribe before listing so no request falls in between.
     let receiver = state.engine.subscribe_inbox()?;
-    let first = pending(&state.engine, &caller);
+    let first = pending(state.engine.clone(), caller.clone()).await?;
     let (engine, for_lag) = (state.engine.clone(), caller.clone());
     let keep_engine = state.engine.clone();
     Ok(live_events(
         first,
         receiver,
-        move || Some(pending(&engine, &for_lag)),
-        move |event| visible(&keep_engine, &caller, event),
+        move || {
+            let (engine, caller) = (engine.clone(), for_lag.clone());
+            async move { pending(engine, caller).await.ok() }
+        },
+        move |event| {
+            let (engine, caller) = (keep_engine.clone(), caller.clone());
+            async move { visible(&engine, &caller, &event).await.then_some(event) }
+        },
         state.shutdown.clone(),
     ))
 }
 
 /// Whether `caller` may see an inbox event: approvals it may list, and
 /// changes of conversations it may read.
-fn visible(engine: &Engine, caller: &Principal, event: &InboxEvent) -> bool {
+async fn visible(engine: &Engine, caller: &Principal, event: &InboxEvent) -> bool {
     let conversation = match event {
         InboxEvent::Pending { .. } => return true,
         InboxEvent::ApprovalRequested { approval } | InboxEvent::ApprovalReminder { approval } => {
@@ -59,11 +65,14 @@ fn visible(engine: &Engine, caller: &Principal, event: &InboxEvent) -> bool {
     };
     engine
         .get(conversation)
+        .await
+        .ok()
+        .flatten()
         .is_some_and(|c| policy::can_read(caller, &c))
 }
 
-fn pending(engine: &Engine, caller: &Principal) -> InboxEvent {
-    let mut approvals = engine.pending_approvals();
-    approvals.retain(|a| policy::can_see_approval(caller, a));
-    InboxEvent::Pending { approvals }
+async fn pending(engine: Engine, caller: Principal) -> Result<InboxEvent, ApiError> {
+    let mut approvals = engine.pending_approvals().await?;
+    approvals.retain(|a| policy::can_see_approval(&caller, a));
+    Ok(InboxEvent::Pending { approvals })
 }

@@ -147,6 +147,20 @@ impl Expiry {
         self.wake.notify_one();
     }
 
+    /// Runs `task` beside the expiry's until shutdown stops it.
+    pub(crate) fn spawn_background(
+        &self,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let stop = self.stop.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = task => {}
+            }
+        });
+    }
+
     /// Stops the task and waits for it (shutdown).
     pub(crate) async fn stop(&self) {
         self.stop.cancel();
@@ -272,7 +286,14 @@ impl Engine {
     async fn expiry_pass(&self, now: DateTime<Utc>) -> Duration {
         let mut next = None;
         let mut work = Vec::new();
-        for approval in self.pending_approvals() {
+        let approvals = match self.pending_approvals().await {
+            Ok(approvals) => approvals,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the pending approvals for their deadlines; retrying");
+                return RETRY;
+            }
+        };
+        for approval in approvals {
             match due(&approval, now) {
                 Due::Never => {}
                 Due::At(at) => next = Some(next.map_or(at, |n: DateTime<Utc>| n.min(at))),
@@ -319,28 +340,31 @@ impl Engine {
     /// deadline passed: a turn like a human's rejection, decided by
     /// [`expiry_actor`].
     pub(crate) async fn expire(&self, uuid: Uuid) -> Result<TurnOutcome, EngineError> {
-        let slot = self
-            .inner
-            .index
-            .conversation_of_approval(uuid)
-            .and_then(|id| self.inner.index.get(id))
-            .ok_or(EngineError::ApprovalNotFound(uuid))?;
+        let slot = self.inner.slot_of_approval(uuid).await?;
         let inner = self.inner.clone();
-        self.spawn_turn(async move { expire_turn(inner, slot, uuid).await })
-            .await
+        self.spawn_turn(async move {
+            let claim = inner.claim(&slot).await?;
+            let outcome = expire_turn(&inner, &slot, uuid).await;
+            claim.release().await;
+            outcome
+        })
+        .await
     }
 
     /// Sends approval `uuid`'s reminder once: `reminded` is saved first.
     async fn remind(&self, uuid: Uuid) -> Result<(), EngineError> {
-        let Some(slot) = self
-            .inner
-            .index
-            .conversation_of_approval(uuid)
-            .and_then(|id| self.inner.index.get(id))
-        else {
-            return Ok(());
+        let slot = match self.inner.slot_of_approval(uuid).await {
+            Ok(slot) => slot,
+            Err(EngineError::ApprovalNotFound(_)) => return Ok(()),
+            Err(error) => return Err(error),
         };
-        let _guard = slot.lock().await;
+        let claim = self.inner.claim(&slot).await?;
+        let reminded = self.remind_claimed(&slot, uuid).await;
+        claim.release().await;
+        reminded
+    }
+
+    async fn remind_claimed(&self, slot: &Arc<Slot>, uuid: Uuid) -> Result<(), EngineError> {
         let mut conversation = (*slot.snapshot()).clone();
         let Some(mut approval) = approval::resolvable(&conversation, uuid)
             .filter(|p| !p.reminded)
@@ -350,7 +374,7 @@ impl Engine {
         };
         approval.reminded = true;
         conversation.replace_pending(uuid, approval.clone());
-        let mut turn = Turn::new(self.inner.clone(), &slot, conversation, &system_context());
+        let mut turn = Turn::new(self.inner.clone(), slot, conversation, &system_context());
         turn.save().await?;
         tracing::info!(approval = %uuid, "approval still pending; reminder sent");
         self.inner
@@ -369,11 +393,10 @@ fn system_context() -> RequestContext {
 }
 
 async fn expire_turn(
-    inner: Arc<Inner>,
-    slot: Arc<Slot>,
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
     uuid: Uuid,
 ) -> Result<TurnOutcome, EngineError> {
-    let _guard = slot.lock().await;
     let conversation = approval::turn_start(&slot.snapshot());
     let pending = approval::resolvable(&conversation, uuid)
         .filter(|p| due(p, Utc::now()) == Due::Expire)
@@ -394,9 +417,9 @@ async fn expire_turn(
         )),
         by: expiry_actor(),
     };
-    let turn = Turn::new(inner.clone(), &slot, conversation, &system_context());
+    let turn = Turn::new(inner.clone(), slot, conversation, &system_context());
     let result = turn.run_decision(pending, decision).await;
-    settle(&inner, &slot, result).await
+    settle(inner, slot, result).await
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use asg_shared::Conversation;
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use tokio::sync::{Mutex, MutexGuard, broadcast};
+use tokio::sync::{Mutex, OwnedMutexGuard, broadcast};
 use uuid::Uuid;
 
 /// Events buffered per conversation for slow subscribers.
@@ -23,7 +23,7 @@ const INBOX_CAPACITY: usize = 1024;
 
 /// One conversation's lock, published snapshot and event channel.
 pub(crate) struct Slot {
-    turn: Mutex<()>,
+    turn: Arc<Mutex<()>>,
     snapshot: RwLock<Arc<Conversation>>,
     /// Created on the first subscription: a channel buffers
     /// `EVENT_CAPACITY` events up front, too much to keep for every
@@ -38,7 +38,7 @@ pub(crate) struct Slot {
 impl Slot {
     fn new(conversation: Conversation, inbox: broadcast::Sender<InboxEvent>) -> Slot {
         Slot {
-            turn: Mutex::new(()),
+            turn: Arc::default(),
             snapshot: RwLock::new(Arc::new(conversation)),
             events: OnceLock::new(),
             inbox,
@@ -81,9 +81,53 @@ impl Slot {
         self.turn.try_lock().is_err()
     }
 
-    /// Takes the conversation's change lock.
-    pub(crate) async fn lock(&self) -> MutexGuard<'_, ()> {
-        self.turn.lock().await
+    /// Takes the conversation's change lock (see `claim.rs`).
+    pub(crate) async fn lock_owned(&self) -> OwnedMutexGuard<()> {
+        self.turn.clone().lock_owned().await
+    }
+
+    /// Whether anything but the index uses the slot now: a lock holder or
+    /// waiter, a reference, an open event stream.
+    fn in_use(self: &Arc<Self>) -> bool {
+        Arc::strong_count(self) > 1
+            || Arc::strong_count(&self.turn) > 1
+            || self.is_busy()
+            || self.subscribers.load(Ordering::SeqCst) > 0
+            || self.events.get().is_some_and(|e| e.receiver_count() > 0)
+    }
+
+    /// Publishes the stored version found when the conversation was
+    /// claimed (another replica may have changed it since this copy).
+    pub(crate) fn refresh(&self, conversation: Arc<Conversation>) {
+        if *self.snapshot() != *conversation {
+            self.publish(conversation);
+        }
+    }
+
+    /// Publishes a version another replica saved, when newer than this
+    /// copy, with the start and end of its turn as events (what a turn
+    /// running here would send).
+    pub(crate) fn follow(&self, conversation: Arc<Conversation>) {
+        let previous = self.snapshot();
+        if conversation.updated_at <= previous.updated_at {
+            return;
+        }
+        if !previous.turn_in_progress && conversation.turn_in_progress {
+            self.emit(ConversationEvent::TurnStarted);
+        }
+        let finished = previous.turn_in_progress && !conversation.turn_in_progress;
+        self.publish(conversation);
+        if finished {
+            self.emit(ConversationEvent::TurnFinished {
+                response: None,
+                error: None,
+            });
+        }
+    }
+
+    /// Whether live events of this conversation have a listener here.
+    pub(crate) fn is_followed(&self) -> bool {
+        self.events.get().is_some_and(|e| e.receiver_count() > 0) || self.inbox.receiver_count() > 0
     }
 
     /// The last saved version.
@@ -188,19 +232,22 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
 }
 
 /// Conversations by id, approvals by uuid, and the operator inbox.
+///
+/// With the JSON store it holds every conversation. Over a shared store
+/// it is a cache: slots are added when used and dropped when idle
+/// ([`ConversationIndex::evict_idle`]), approvals are looked up in the
+/// store.
 pub(crate) struct ConversationIndex {
     conversations: RwLock<HashMap<Uuid, Arc<Slot>>>,
     approvals: RwLock<HashMap<Uuid, Uuid>>,
     inbox: broadcast::Sender<InboxEvent>,
+    /// A cache over a shared store (no approval map).
+    cache: bool,
 }
 
 impl Default for ConversationIndex {
     fn default() -> Self {
-        ConversationIndex {
-            conversations: RwLock::default(),
-            approvals: RwLock::default(),
-            inbox: broadcast::channel(INBOX_CAPACITY).0,
-        }
+        ConversationIndex::new(false)
     }
 }
 
@@ -214,12 +261,42 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 }
 
 impl ConversationIndex {
+    /// An empty index; `cache` over a shared store.
+    pub(crate) fn new(cache: bool) -> ConversationIndex {
+        ConversationIndex {
+            conversations: RwLock::default(),
+            approvals: RwLock::default(),
+            inbox: broadcast::channel(INBOX_CAPACITY).0,
+            cache,
+        }
+    }
+
+    /// The slot of a conversation read from a shared store: the cached
+    /// one when there is one (it may be in use), else a new one.
+    pub(crate) fn cache(&self, conversation: Conversation) -> Arc<Slot> {
+        let mut conversations = write(&self.conversations);
+        conversations
+            .entry(conversation.id)
+            .or_insert_with(|| Arc::new(Slot::new(conversation, self.inbox.clone())))
+            .clone()
+    }
+
+    /// Drops the cached slots nothing uses (over a shared store only:
+    /// they are read again when needed). How many are left.
+    pub(crate) fn evict_idle(&self) -> usize {
+        let mut conversations = write(&self.conversations);
+        if self.cache {
+            conversations.retain(|_, slot| slot.in_use());
+        }
+        conversations.len()
+    }
+
     /// Adds a loaded conversation and every approval it ever had.
     pub(crate) fn insert(&self, conversation: Conversation) {
         let id = conversation.id;
         {
             let mut approvals = write(&self.approvals);
-            for uuid in approval_uuids(&conversation) {
+            for uuid in conversation.approval_uuids() {
                 approvals.insert(uuid, id);
             }
         }
@@ -250,8 +327,12 @@ impl ConversationIndex {
         slot
     }
 
-    /// Records which conversation an approval belongs to.
+    /// Records which conversation an approval belongs to (a shared
+    /// store records it itself).
     pub(crate) fn add_approval(&self, uuid: Uuid, conversation: Uuid) {
+        if self.cache {
+            return;
+        }
         write(&self.approvals).insert(uuid, conversation);
     }
 
@@ -274,15 +355,6 @@ impl ConversationIndex {
             .map(|slot| slot.snapshot())
             .collect()
     }
-}
-
-fn approval_uuids(conversation: &Conversation) -> impl Iterator<Item = Uuid> + '_ {
-    conversation.pending().iter().map(|p| p.uuid).chain(
-        conversation
-            .messages
-            .iter()
-            .filter_map(|m| m.tool_call.as_ref().and_then(|c| c.approval_uuid)),
-    )
 }
 
 /// How many event streams may be open.

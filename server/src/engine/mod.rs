@@ -22,6 +22,7 @@ pub mod approval;
 mod calls;
 pub mod catalog;
 pub mod choice;
+mod claim;
 pub mod decide;
 mod expiry;
 mod history;
@@ -31,6 +32,7 @@ pub mod page;
 mod pause;
 pub mod pin;
 mod reconcile;
+mod replicas;
 pub mod rules;
 mod run;
 mod tree;
@@ -120,6 +122,10 @@ pub enum EngineError {
     /// The conversation could not be saved.
     #[error("{0}")]
     Store(String),
+    /// Another replica is changing the conversation and did not finish
+    /// within the claim wait.
+    #[error("conversation {0} is busy with a turn on another agent replica; retry when it ends")]
+    Busy(Uuid),
     /// The agent is shutting down and starts no new turns.
     #[error("the agent is shutting down and starts no new turns; retry in a moment")]
     ShuttingDown,
@@ -255,12 +261,18 @@ impl Engine {
     /// that were executing when the process stopped are reported as
     /// interrupted (and saved so) instead of being run again.
     pub async fn start(parts: EngineParts) -> Result<Engine, EngineError> {
+        let shared = parts.store.is_shared();
+        let index = ConversationIndex::new(shared);
         let store = parts.store.clone();
-        let loaded = tokio::task::spawn_blocking(move || store.load_all())
-            .await
-            .map_err(|e| EngineError::Store(e.to_string()))?
-            .map_err(|e| EngineError::Store(e.to_string()))?;
-        let index = ConversationIndex::default();
+        // A shared store is read when needed: nothing is loaded.
+        let loaded = if shared {
+            Vec::new()
+        } else {
+            tokio::task::spawn_blocking(move || store.load_all())
+                .await
+                .map_err(|e| EngineError::Store(e.to_string()))?
+                .map_err(|e| EngineError::Store(e.to_string()))?
+        };
         for mut conversation in loaded {
             if approval::recover_interrupted(&mut conversation, Utc::now()) {
                 tracing::warn!(conversation = %conversation.id, "a turn was interrupted by a restart; recorded as interrupted, nothing re-run");
@@ -297,6 +309,9 @@ impl Engine {
         };
         // Deadlines that passed while the agent was down are due now.
         engine.start_expiry();
+        if shared {
+            engine.start_replica_tasks();
+        }
         Ok(engine)
     }
 
@@ -350,14 +365,11 @@ impl Engine {
         self.inner.abort_turns.cancel();
         self.inner.turns.wait().await;
         for slot in self.inner.index.slots() {
-            let _guard = slot.lock().await;
-            let mut conversation = (*slot.snapshot()).clone();
-            if approval::recover_interrupted(&mut conversation, Utc::now()) {
-                let conversation = Arc::new(conversation);
-                if let Err(error) = save_blocking(&self.inner.store, conversation.clone()).await {
-                    tracing::error!(conversation = %conversation.id, %error, "cannot record an interrupted turn");
-                }
-                slot.publish(conversation);
+            if !approval::recover_interrupted(&mut (*slot.snapshot()).clone(), Utc::now()) {
+                continue; // nothing left unfinished here
+            }
+            if let Err(error) = self.inner.record_interrupted(&slot).await {
+                tracing::error!(conversation = %slot.snapshot().id, %error, "cannot record an interrupted turn");
             }
         }
     }
@@ -384,11 +396,11 @@ impl Engine {
 
     /// A conversation's live events for the agent's own notifiers (A2A
     /// push): not counted among the client streams, never refused.
-    pub fn watch(
+    pub async fn watch(
         &self,
         id: Uuid,
     ) -> Result<tokio::sync::broadcast::Receiver<ConversationEvent>, EngineError> {
-        Ok(self.slot(id)?.subscribe())
+        Ok(self.inner.slot(id).await?.subscribe())
     }
 
     /// The tool registry.
@@ -428,7 +440,7 @@ impl Engine {
         text: String,
     ) -> Result<TurnOutcome, EngineError> {
         check_message(&text)?;
-        let slot = self.slot(id)?;
+        let slot = self.inner.slot(id).await?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
         self.spawn_turn(async move { send_turn(inner, slot, ctx, text).await })
             .await
@@ -458,12 +470,7 @@ impl Engine {
         reason: Option<String>,
         choice: Choice,
     ) -> Result<TurnOutcome, EngineError> {
-        let slot = self
-            .inner
-            .index
-            .conversation_of_approval(uuid)
-            .and_then(|id| self.inner.index.get(id))
-            .ok_or(EngineError::ApprovalNotFound(uuid))?;
+        let slot = self.inner.slot_of_approval(uuid).await?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
         let request = DecisionRequest {
             uuid,
@@ -484,9 +491,21 @@ impl Engine {
         ctx: &RequestContext,
         tool: &str,
     ) -> Result<Arc<Conversation>, EngineError> {
-        let slot = self.slot(id)?;
-        let _guard = slot.lock().await;
+        let slot = self.inner.slot(id).await?;
+        let claim = self.inner.claim(&slot).await?;
+        let revoked = self.revoke_claimed(&slot, ctx, tool).await;
+        claim.release().await;
+        revoked
+    }
+
+    async fn revoke_claimed(
+        &self,
+        slot: &Arc<Slot>,
+        ctx: &RequestContext,
+        tool: &str,
+    ) -> Result<Arc<Conversation>, EngineError> {
         let mut conversation = (*slot.snapshot()).clone();
+        let id = conversation.id;
         let caller = ctx.caller();
         if !policy::can_read(&caller, &conversation) {
             return Err(EngineError::ConversationNotFound(id));
@@ -507,7 +526,7 @@ impl Engine {
             });
         }
         tracing::info!(conversation = %id, tool, by = %caller.subject, "grant revoked");
-        Turn::new(self.inner.clone(), &slot, conversation, ctx)
+        Turn::new(self.inner.clone(), slot, conversation, ctx)
             .save()
             .await?;
         Ok(slot.snapshot())
@@ -523,27 +542,13 @@ impl Engine {
         ctx: &RequestContext,
         reason: Option<String>,
     ) -> Result<TurnOutcome, EngineError> {
-        let slot = self.slot(id)?;
+        let slot = self.inner.slot(id).await?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
         self.spawn_turn(async move {
-            let _guard = slot.lock().await;
-            let conversation = approval::turn_start(&slot.snapshot());
-            let cancelable = conversation
-                .pending()
-                .iter()
-                .any(|p| approval::resolvable(&conversation, p.uuid).is_some());
-            if !cancelable {
-                return Err(EngineError::NotCancelable(id));
-            }
-            let by = policy::actor(&ctx.caller(), None, ctx.via);
-            let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
-            let decision = Decision {
-                approve: false,
-                reason,
-                by,
-            };
-            let result = turn.cancel(decision).await;
-            settle(&inner, &slot, result).await
+            let claim = inner.claim(&slot).await?;
+            let outcome = cancel_turn(&inner, &slot, &ctx, reason).await;
+            claim.release().await;
+            outcome
         })
         .await
     }
@@ -560,48 +565,51 @@ impl Engine {
         }
     }
 
-    /// True while a turn (message, decision) runs on the conversation.
-    pub fn is_running(&self, id: Uuid) -> bool {
-        self.inner.index.get(id).is_some_and(|slot| slot.is_busy())
+    /// True while a turn (message, decision) runs on the conversation,
+    /// in this process or on another replica.
+    pub async fn is_running(&self, id: Uuid) -> bool {
+        self.inner.is_running(id).await
     }
 
     /// Live events of a conversation, from now on; counted among the
     /// open streams (`limits`).
-    pub fn subscribe(&self, id: Uuid) -> Result<Subscription<ConversationEvent>, EngineError> {
-        self.slot(id)?
+    pub async fn subscribe(
+        &self,
+        id: Uuid,
+    ) -> Result<Subscription<ConversationEvent>, EngineError> {
+        self.inner
+            .slot(id)
+            .await?
             .subscribe_limited(&self.inner.subscribers)
             .map_err(EngineError::TooManySubscribers)
     }
 
-    /// A conversation's slot, or [`EngineError::ConversationNotFound`].
-    fn slot(&self, id: Uuid) -> Result<Arc<Slot>, EngineError> {
-        self.inner
-            .index
-            .get(id)
-            .ok_or(EngineError::ConversationNotFound(id))
-    }
-
-    /// The current state of a conversation.
-    pub fn get(&self, id: Uuid) -> Option<Arc<Conversation>> {
-        self.inner.index.get(id).map(|slot| slot.snapshot())
+    /// The current state of a conversation (`None`: no such
+    /// conversation; an error when the store cannot be read).
+    pub async fn get(&self, id: Uuid) -> Result<Option<Arc<Conversation>>, EngineError> {
+        self.inner.current(id).await
     }
 
     /// Summaries of every conversation, newest first, with counts.
-    pub fn list(&self) -> ConversationList {
+    pub async fn list(&self) -> Result<ConversationList, EngineError> {
         self.list_where(|_| true, None, PageRequest::default())
+            .await
     }
 
     /// One page of summaries of the conversations `visible` accepts (and
     /// of `status`, when given), newest first, with the counts of all
     /// visible ones.
-    pub fn list_where(
+    pub async fn list_where(
         &self,
-        visible: impl Fn(&Conversation) -> bool,
+        visible: impl Fn(&Conversation) -> bool + Send + 'static,
         status: Option<ConversationStatus>,
         page: PageRequest,
-    ) -> ConversationList {
+    ) -> Result<ConversationList, EngineError> {
+        if self.inner.shared() {
+            return self.inner.list_stored(visible, status, page).await;
+        }
         let mut summary = StatusSummary::default();
-        let listed: Vec<Arc<Conversation>> = self
+        let listed: Vec<ConversationSummary> = self
             .inner
             .index
             .snapshots()
@@ -609,25 +617,22 @@ impl Engine {
             .filter(|c| visible(c))
             .inspect(|c| summary.count(c.status))
             .filter(|c| status.is_none_or(|s| s == c.status))
+            .map(|c| summarize(&c))
             .collect();
-        let key = |c: &Arc<Conversation>| page::Key {
-            at: c.created_at,
-            id: c.id,
-        };
-        let (listed, next_cursor) = page.take(listed, page::Order::Newest, key);
-        ConversationList {
-            conversations: listed.iter().map(|c| summarize(c)).collect(),
+        let (conversations, next_cursor) = page.take(listed, page::Order::Newest, summary_key);
+        Ok(ConversationList {
+            conversations,
             summary,
             next_cursor,
-        }
+        })
     }
 
     /// Every pending approval, oldest first.
-    pub fn pending_approvals(&self) -> Vec<PendingApproval> {
+    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, EngineError> {
         let mut approvals: Vec<PendingApproval> = self
             .inner
-            .index
-            .snapshots()
+            .waiting()
+            .await?
             .iter()
             .flat_map(|c| c.pending().to_vec())
             .map(|mut pending| {
@@ -636,7 +641,7 @@ impl Engine {
             })
             .collect();
         approvals.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.uuid.cmp(&b.uuid)));
-        approvals
+        Ok(approvals)
     }
 }
 
@@ -662,15 +667,18 @@ async fn create_turn(
         updated_at: now,
     };
     let slot = inner.index.insert_new(conversation.clone());
-    let _guard = slot.lock().await;
+    let claim = inner.claim(&slot).await?;
     let mut turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
-    let Some(text) = message else {
-        turn.save().await?;
-        return Ok(turn.outcome(String::new()));
+    let outcome = match message {
+        None => turn.save().await.map(|()| turn.outcome(String::new())),
+        Some(text) => {
+            slot.emit(ConversationEvent::TurnStarted);
+            let result = turn.run_user_message(text).await;
+            settle(&inner, &slot, result).await
+        }
     };
-    slot.emit(ConversationEvent::TurnStarted);
-    let result = turn.run_user_message(text).await;
-    settle(&inner, &slot, result).await
+    claim.release().await;
+    outcome
 }
 
 async fn send_turn(
@@ -679,7 +687,18 @@ async fn send_turn(
     ctx: RequestContext,
     text: String,
 ) -> Result<TurnOutcome, EngineError> {
-    let _guard = slot.lock().await;
+    let claim = inner.claim(&slot).await?;
+    let outcome = send_claimed(&inner, &slot, &ctx, text).await;
+    claim.release().await;
+    outcome
+}
+
+async fn send_claimed(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    ctx: &RequestContext,
+    text: String,
+) -> Result<TurnOutcome, EngineError> {
     let conversation = approval::turn_start(&slot.snapshot());
     match conversation.status {
         ConversationStatus::WaitingApproval => {
@@ -693,9 +712,34 @@ async fn send_turn(
         ConversationStatus::Active => {}
     }
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
     let result = turn.run_user_message(text).await;
-    settle(&inner, &slot, result).await
+    settle(inner, slot, result).await
+}
+
+async fn cancel_turn(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    ctx: &RequestContext,
+    reason: Option<String>,
+) -> Result<TurnOutcome, EngineError> {
+    let conversation = approval::turn_start(&slot.snapshot());
+    let cancelable = conversation
+        .pending()
+        .iter()
+        .any(|p| approval::resolvable(&conversation, p.uuid).is_some());
+    if !cancelable {
+        return Err(EngineError::NotCancelable(conversation.id));
+    }
+    let by = policy::actor(&ctx.caller(), None, ctx.via);
+    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
+    let decision = Decision {
+        approve: false,
+        reason,
+        by,
+    };
+    let result = turn.cancel(decision).await;
+    settle(inner, slot, result).await
 }
 
 /// A decision as asked for.
@@ -712,13 +756,24 @@ async fn decision_turn(
     ctx: RequestContext,
     request: DecisionRequest,
 ) -> Result<TurnOutcome, EngineError> {
+    let claim = inner.claim(&slot).await?;
+    let outcome = decide_claimed(&inner, &slot, &ctx, request).await;
+    claim.release().await;
+    outcome
+}
+
+async fn decide_claimed(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    ctx: &RequestContext,
+    request: DecisionRequest,
+) -> Result<TurnOutcome, EngineError> {
     let DecisionRequest {
         uuid,
         approve,
         reason,
         choice,
     } = request;
-    let _guard = slot.lock().await;
     let conversation = approval::turn_start(&slot.snapshot());
     let Some(pending) = approval::resolvable(&conversation, uuid).cloned() else {
         return Err(EngineError::AlreadyResolved {
@@ -734,7 +789,7 @@ async fn decision_turn(
         .check(&pending, inner.tool(&pending.tool_name).as_ref())
         .map_err(EngineError::InvalidInput)?;
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
     let decision = Decision {
         approve,
         reason,
@@ -742,7 +797,7 @@ async fn decision_turn(
     };
     let decision = inner.pinned(&pending, decision);
     let result = turn.run_decision_with(pending, decision, choice).await;
-    settle(&inner, &slot, result).await
+    settle(inner, slot, result).await
 }
 
 /// Ends a turn: a turn that stopped on an error path may still be marked
@@ -825,6 +880,14 @@ fn check_message(text: &str) -> Result<(), EngineError> {
         )));
     }
     Ok(())
+}
+
+/// The listing order of a summary (newest first).
+fn summary_key(summary: &ConversationSummary) -> page::Key {
+    page::Key {
+        at: summary.created_at,
+        id: summary.id,
+    }
 }
 
 fn summarize(conversation: &Conversation) -> ConversationSummary {

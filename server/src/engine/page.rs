@@ -73,6 +73,19 @@ impl PageRequest {
         Ok(PageRequest { limit, after })
     }
 
+    /// Whether an item with `key` comes after the cursor in `order`.
+    pub fn admits(&self, key: Key, order: Order) -> bool {
+        let Some(after) = self.after else {
+            return true;
+        };
+        match order {
+            Order::Oldest => (key.at, key.id) > (after.at, after.id),
+            Order::Newest => {
+                (key.at, std::cmp::Reverse(key.id)) < (after.at, std::cmp::Reverse(after.id))
+            }
+        }
+    }
+
     /// The page of `items` (any order) sorted by `order`: the items after
     /// the cursor, at most `limit`, and the next page's cursor when more
     /// follow.
@@ -82,13 +95,7 @@ impl PageRequest {
         order: Order,
         key: impl Fn(&T) -> Key,
     ) -> (Vec<T>, Option<String>) {
-        let ahead = |a: Key, b: Key| match order {
-            Order::Oldest => (a.at, a.id) > (b.at, b.id),
-            Order::Newest => (a.at, std::cmp::Reverse(a.id)) < (b.at, std::cmp::Reverse(b.id)),
-        };
-        if let Some(after) = self.after {
-            items.retain(|item| ahead(key(item), after));
-        }
+        items.retain(|item| self.admits(key(item), order));
         items.sort_by(|a, b| match order {
             Order::Oldest => (key(a).at, key(a).id).cmp(&(key(b).at, key(b).id)),
             Order::Newest => (key(b).at, key(a).id).cmp(&(key(a).at, key(b).id)),

@@ -63,12 +63,15 @@ impl Engine {
     /// background at startup). A sub-agent that cannot be reached leaves
     /// the approval as it is; deciding it later reconciles again.
     pub async fn reconcile_proxy_approvals(&self) {
-        let waiting: Vec<(Uuid, Uuid)> = self
-            .inner
-            .index
-            .snapshots()
-            .iter()
-            .flat_map(|c| c.pending().to_vec())
+        let approvals = match self.pending_approvals().await {
+            Ok(approvals) => approvals,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the proxy approvals to check them with their sub-agents");
+                return;
+            }
+        };
+        let waiting: Vec<(Uuid, Uuid)> = approvals
+            .into_iter()
             .filter(|p| p.remote_task_id.is_some() && p.state == ApprovalState::Pending)
             .map(|p| (p.conversation_id, p.uuid))
             .collect();
@@ -80,7 +83,8 @@ impl Engine {
     }
 
     async fn reconcile_one(&self, id: Uuid, uuid: Uuid) -> Result<(), String> {
-        let Some(pending) = self.get(id).and_then(|c| c.pending_by_uuid(uuid).cloned()) else {
+        let current = self.get(id).await.map_err(|e| e.to_string())?;
+        let Some(pending) = current.and_then(|c| c.pending_by_uuid(uuid).cloned()) else {
             return Ok(());
         };
         let agent_name = pending.remote_agent_name.clone().unwrap_or_default();
@@ -101,7 +105,7 @@ impl Engine {
         if verdict == Verdict::Unchanged {
             return Ok(());
         }
-        let slot = self.slot(id).map_err(|e| e.to_string())?;
+        let slot = self.inner.slot(id).await.map_err(|e| e.to_string())?;
         // A turn like any other: shutdown waits for it (or stops it), and
         // none starts while the agent is closing.
         let inner = self.inner.clone();
@@ -120,17 +124,28 @@ async fn settle_remote(
     pending: asg_shared::PendingApproval,
     verdict: Verdict,
 ) -> Result<(), EngineError> {
-    let _guard = slot.lock().await;
+    let claim = inner.claim(&slot).await?;
+    let settled = settle_claimed(&inner, &slot, pending, verdict).await;
+    claim.release().await;
+    settled
+}
+
+async fn settle_claimed(
+    inner: &Arc<Inner>,
+    slot: &Arc<super::index::Slot>,
+    pending: asg_shared::PendingApproval,
+    verdict: Verdict,
+) -> Result<(), EngineError> {
     let mut conversation = (*slot.snapshot()).clone();
     if conversation.pending_by_uuid(pending.uuid) != Some(&pending) {
         return Ok(()); // decided meanwhile
     }
-    apply(&inner, &mut conversation, &pending, verdict);
+    apply(inner, &mut conversation, &pending, verdict);
     if conversation.pending().is_empty() && conversation.pipeline_state.is_some() {
         let ctx = RequestContext::default();
-        let turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+        let turn = Turn::new(inner.clone(), slot, conversation, &ctx);
         let result = turn.resume_settled(&pending).await;
-        return super::settle(&inner, &slot, result).await.map(|_| ());
+        return super::settle(inner, slot, result).await.map(|_| ());
     }
     conversation.updated_at = Utc::now();
     let to_save = Arc::new(conversation);

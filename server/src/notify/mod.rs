@@ -101,7 +101,8 @@ impl Notifier {
                 source,
             ));
         }
-        self.push.start();
+        let push = self.push.clone();
+        self.deliveries.spawn(async move { push.start().await });
     }
 
     /// Stops taking events and waits up to [`SHUTDOWN_BOUND`] for the

@@ -3,15 +3,22 @@
 //! statement (one transaction, one WAL flush), so concurrent
 //! conversations share the cost of durability. A save still returns only
 //! once its row is committed.
+//!
+//! Each row commits only while its conversation's lease token is the
+//! saver's (a row taken over by another replica is refused, the others of
+//! the batch still commit), records its approvals' uuids in
+//! `approval_conversations`, and notifies [`super::postgres::CHANGES`].
 
 use asg_shared::Conversation;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
+use std::collections::HashSet;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use uuid::Uuid;
 
 use super::StoreError;
+use super::pg_lease::LEASE_TTL;
 
 /// The most saves one statement commits.
 const MAX_BATCH: usize = 256;
@@ -31,12 +38,18 @@ struct Row {
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     doc: serde_json::Value,
+    /// The saver's lease token.
+    token: Uuid,
+    /// Every approval uuid the conversation has or had.
+    approvals: Vec<Uuid>,
 }
 
 impl Save {
-    /// A save of `conversation`, and where its outcome arrives.
+    /// A save of `conversation` under lease `token`, and where its
+    /// outcome arrives.
     pub fn of(
         conversation: &Conversation,
+        token: Uuid,
     ) -> Result<(Save, oneshot::Receiver<Result<(), String>>), StoreError> {
         let doc = serde_json::to_value(conversation)
             .map_err(|e| StoreError(format!("cannot serialize the conversation: {e}")))?;
@@ -47,20 +60,21 @@ impl Save {
             created_at: conversation.created_at,
             updated_at: conversation.updated_at,
             doc,
+            token,
+            approvals: conversation.approval_uuids().collect(),
         };
         Ok((Save { row, done }, outcome))
     }
 }
 
-/// Starts the committer for a writer holding fencing token `epoch`; it
-/// ends when every sender is gone.
-pub fn spawn(pool: PgPool, epoch: i64) -> mpsc::UnboundedSender<Save> {
+/// Starts the committer; it ends when every sender is gone.
+pub fn spawn(pool: PgPool) -> mpsc::UnboundedSender<Save> {
     let (sender, receiver) = mpsc::unbounded_channel();
-    tokio::spawn(run(pool, epoch, receiver));
+    tokio::spawn(run(pool, receiver));
     sender
 }
 
-async fn run(pool: PgPool, epoch: i64, mut saves: mpsc::UnboundedReceiver<Save>) {
+async fn run(pool: PgPool, mut saves: mpsc::UnboundedReceiver<Save>) {
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -80,18 +94,27 @@ async fn run(pool: PgPool, epoch: i64, mut saves: mpsc::UnboundedReceiver<Save>)
         tokio::spawn(async move {
             let (rows, waiting): (Vec<Row>, Vec<_>) =
                 batch.into_iter().map(|save| (save.row, save.done)).unzip();
-            let outcome = commit(&pool, epoch, rows).await;
-            for done in waiting {
-                let _ = done.send(outcome.clone());
+            let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+            let outcome = commit(&pool, rows).await;
+            for (id, done) in ids.into_iter().zip(waiting) {
+                let _ = done.send(match &outcome {
+                    Ok(saved) if saved.contains(&id) => Ok(()),
+                    Ok(_) => Err(LOST.to_string()),
+                    Err(error) => Err(error.clone()),
+                });
             }
             drop(slot);
         });
     }
 }
 
-/// Upserts the batch in one statement, only while `epoch` is still the
-/// writer's token (`FOR SHARE`: a takeover waits for it).
-async fn commit(pool: &PgPool, epoch: i64, batch: Vec<Row>) -> Result<(), String> {
+/// Why a row was not saved although the statement ran.
+const LOST: &str =
+    "not saved: this agent process no longer holds the conversation (another replica took it over)";
+
+/// Upserts the batch in one statement: the ids that were saved (a row
+/// whose lease token is no longer the saver's is not).
+async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String> {
     // One row per conversation (a statement cannot update a row twice):
     // the last save of each wins, as it would one after the other.
     let mut rows: Vec<Row> = Vec::with_capacity(batch.len());
@@ -101,33 +124,48 @@ async fn commit(pool: &PgPool, epoch: i64, batch: Vec<Row>) -> Result<(), String
             None => rows.push(row),
         }
     }
+    let (approvals, owners): (Vec<Uuid>, Vec<Uuid>) = rows
+        .iter()
+        .flat_map(|r| r.approvals.iter().map(|a| (*a, r.id)))
+        .unzip();
     let ids = rows.iter().map(|r| r.id).collect::<Vec<_>>();
     let statuses = rows.iter().map(|r| r.status).collect::<Vec<_>>();
     let created = rows.iter().map(|r| r.created_at).collect::<Vec<_>>();
     let updated = rows.iter().map(|r| r.updated_at).collect::<Vec<_>>();
+    let tokens = rows.iter().map(|r| r.token).collect::<Vec<_>>();
     let docs = rows.into_iter().map(|r| r.doc).collect::<Vec<_>>();
-    let query = sqlx::query(
-        "WITH writer AS (SELECT 1 FROM writer_epoch WHERE id = 1 AND epoch = $6 FOR SHARE) \
-         INSERT INTO conversations (id, status, created_at, updated_at, doc) \
-         SELECT r.id, r.status, r.created_at, r.updated_at, r.doc \
-         FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[]) \
-           AS r(id, status, created_at, updated_at, doc), writer \
-         ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, \
-         updated_at = EXCLUDED.updated_at, doc = EXCLUDED.doc",
+    let query = sqlx::query_scalar(
+        "WITH saved AS ( \
+           INSERT INTO conversations (id, status, created_at, updated_at, doc, lease_token, lease_until) \
+           SELECT r.id, r.status, r.created_at, r.updated_at, r.doc, r.token, \
+                  now() + make_interval(secs => $9) \
+           FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
+                       $5::jsonb[], $6::uuid[]) AS r(id, status, created_at, updated_at, doc, token) \
+           ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, \
+             updated_at = EXCLUDED.updated_at, doc = EXCLUDED.doc \
+           WHERE conversations.lease_token = EXCLUDED.lease_token \
+           RETURNING id), \
+         approvals AS ( \
+           INSERT INTO approval_conversations (uuid, conversation_id) \
+           SELECT a.uuid, a.conversation_id FROM unnest($7::uuid[], $8::uuid[]) \
+             AS a(uuid, conversation_id) \
+           WHERE a.conversation_id IN (SELECT id FROM saved) \
+           ON CONFLICT (uuid) DO NOTHING) \
+         SELECT id FROM saved, LATERAL (SELECT pg_notify('asg_conversations', id::text)) AS notified",
     )
     .bind(ids)
     .bind(statuses)
     .bind(created)
     .bind(updated)
     .bind(docs)
-    .bind(epoch);
-    let done = super::postgres::limited(query.execute(pool))
+    .bind(tokens)
+    .bind(approvals)
+    .bind(owners)
+    .bind(LEASE_TTL.as_secs_f64());
+    let saved: Vec<Uuid> = super::postgres::limited(query.fetch_all(pool))
         .await
         .map_err(|e| format!("cannot save: {e}"))?;
-    if done.rows_affected() == 0 {
-        return Err("not saved: another agent process is the store's writer now".into());
-    }
-    Ok(())
+    Ok(saved.into_iter().collect())
 }
 
 #[cfg(test)]
@@ -137,7 +175,7 @@ mod tests {
 
     use super::*;
 
-    fn row(id: Uuid, status: ConversationStatus) -> Row {
+    fn row(id: Uuid, status: ConversationStatus, token: Uuid) -> Row {
         let now = Utc::now();
         Row {
             id,
@@ -145,6 +183,8 @@ mod tests {
             created_at: now,
             updated_at: now,
             doc: serde_json::json!({ "status": status.as_str() }),
+            token,
+            approvals: vec![Uuid::from_u128(id.as_u128() + 100)],
         }
     }
 
@@ -156,29 +196,38 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn one_batch_keeps_the_last_save_of_each_conversation_and_obeys_the_token() {
+    async fn one_batch_keeps_the_last_save_of_each_conversation_and_obeys_the_leases() {
         let db = TestDb::create().await;
         let pool = crate::store::postgres::connect(&db.url, 2).await.unwrap();
         crate::store::postgres::migrate(&pool).await.unwrap();
-        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let ours = Uuid::new_v4();
         let batch = vec![
-            row(a, ConversationStatus::Active),
-            row(b, ConversationStatus::Active),
-            row(a, ConversationStatus::WaitingApproval),
+            row(a, ConversationStatus::Active, ours),
+            row(b, ConversationStatus::Active, ours),
+            row(a, ConversationStatus::WaitingApproval, ours),
         ];
-        commit(&pool, 0, batch).await.unwrap();
+        assert_eq!(commit(&pool, batch).await.unwrap(), HashSet::from([a, b]));
         assert_eq!(
             statuses(&pool).await,
             [(a, "waiting_approval".into()), (b, "active".into())]
         );
-        // A stale fencing token commits nothing of the batch.
+        // Under another token, `a` is refused; the rest of the batch lands.
         let stale = vec![
-            row(a, ConversationStatus::Completed),
-            row(Uuid::from_u128(3), ConversationStatus::Active),
+            row(a, ConversationStatus::Completed, Uuid::new_v4()),
+            row(c, ConversationStatus::Active, Uuid::new_v4()),
         ];
-        let error = commit(&pool, 7, stale).await.unwrap_err();
-        assert!(error.contains("another agent process"), "{error}");
-        assert_eq!(statuses(&pool).await.len(), 2);
+        assert_eq!(commit(&pool, stale).await.unwrap(), HashSet::from([c]));
         assert_eq!(statuses(&pool).await[0].1, "waiting_approval");
+        assert_eq!(statuses(&pool).await.len(), 3);
+        // Each saved row's approvals are findable.
+        let owner: Uuid = sqlx::query_scalar(
+            "SELECT conversation_id FROM approval_conversations WHERE uuid = $1",
+        )
+        .bind(Uuid::from_u128(103))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(owner, c);
     }
 }

@@ -10,8 +10,8 @@ use chrono::{Duration, Utc};
 use sqlx::Connection;
 use uuid::Uuid;
 
-use super::{JsonFileStore, PgStore, Store};
-use asg_tests::pg::{TestDb, admin_url};
+use super::{Claim, JsonFileStore, PgStore, Store};
+use asg_tests::pg::TestDb;
 
 /// A store of either kind, with what keeps it alive.
 enum Backend {
@@ -82,14 +82,14 @@ async fn what_is_saved_loads_back_whole_and_a_save_replaces_it() {
         let mut second = conversation(1, "two");
         let saved = (first.clone(), second.clone());
         blocking(&store, move |s| {
-            s.save(&saved.0).unwrap();
-            s.save(&saved.1).unwrap();
+            save(s, &saved.0).unwrap();
+            save(s, &saved.1).unwrap();
         })
         .await;
         second.status = ConversationStatus::Completed;
         second.messages[0].content = "two, edited".into();
         let replaced = second.clone();
-        blocking(&store, move |s| s.save(&replaced).unwrap()).await;
+        blocking(&store, move |s| save(s, &replaced).unwrap()).await;
         // Reopened: what a restarted agent sees.
         drop(store);
         let store = open(&backend).await;
@@ -108,7 +108,7 @@ async fn many_conversations_saved_at_once_are_all_kept() {
         let all: Vec<Conversation> = (0..40).map(|n| conversation(n, &format!("c{n}"))).collect();
         let saves = all.iter().cloned().map(|c| {
             let store = store.clone();
-            tokio::task::spawn_blocking(move || store.save(&c))
+            tokio::task::spawn_blocking(move || save(store.as_ref(), &c))
         });
         for saved in futures::future::join_all(saves).await {
             saved.unwrap().unwrap();
@@ -128,7 +128,7 @@ async fn an_unreadable_record_is_set_aside_and_counted_not_fatal() {
         let store = open(&backend).await;
         let good = conversation(2, "good");
         let saved = good.clone();
-        blocking(&store, move |s| s.save(&saved).unwrap()).await;
+        blocking(&store, move |s| save(s, &saved).unwrap()).await;
         let bad = Uuid::new_v4();
         match &backend {
             Backend::Json(dir) => {
@@ -156,22 +156,6 @@ async fn an_unreadable_record_is_set_aside_and_counted_not_fatal() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_writer_on_one_database_waits_for_the_first() {
-    let db = TestDb::create().await;
-    let first = PgStore::open(&db.url, 2).await.unwrap();
-    let url = db.url.clone();
-    let second = tokio::spawn(async move { PgStore::open(&url, 2).await });
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    assert!(!second.is_finished(), "two writers on one database");
-    drop(first);
-    let second = tokio::time::timeout(std::time::Duration::from_secs(10), second)
-        .await
-        .expect("the second writer never took over")
-        .unwrap();
-    assert!(second.is_ok());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_name_the_database_but_never_the_password() {
     let url = "postgres://agent:s3cr3t-pw@127.0.0.1:1/agentdb";
     let error = super::postgres::connect(url, 1)
@@ -185,45 +169,136 @@ async fn errors_name_the_database_but_never_the_password() {
     );
 }
 
+/// Claims, saves and releases, as a turn does (the JSON files need no
+/// claim).
+fn save(store: &dyn Store, conversation: &Conversation) -> Result<(), super::StoreError> {
+    match store.claim(conversation.id)? {
+        Claim::Taken(_) => {
+            let saved = store.save(conversation);
+            store.release(conversation.id);
+            saved
+        }
+        Claim::Busy => Err(super::StoreError("busy".into())),
+    }
+}
+
+async fn pg(db: &TestDb) -> Arc<dyn Store> {
+    Arc::new(PgStore::open(&db.url, 4).await.unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_writer_cut_off_while_another_took_over_never_writes_again() {
+async fn one_replica_at_a_time_changes_a_conversation() {
     let db = TestDb::create().await;
-    let first: Arc<dyn Store> = Arc::new(PgStore::open(&db.url, 2).await.unwrap());
-    let mut admin = sqlx::PgConnection::connect(&admin_url()).await.unwrap();
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
-        .bind(db.name())
+    let (one, two) = (pg(&db).await, pg(&db).await);
+    let mut conversation = conversation(1, "shared");
+    let id = conversation.id;
+    let first = conversation.clone();
+    blocking(&one, move |s| {
+        s.claim(first.id).unwrap();
+        s.save(&first).unwrap()
+    })
+    .await;
+    // Held by `one`: `two` is told it is busy, and sees it claimed.
+    assert!(matches!(
+        blocking(&two, move |s| s.claim(id)).await.unwrap(),
+        Claim::Busy
+    ));
+    assert!(blocking(&two, move |s| s.claimed_elsewhere(id)).await);
+    assert!(!blocking(&one, move |s| s.claimed_elsewhere(id)).await);
+    blocking(&one, move |s| s.release(id)).await;
+    // Free: `two` takes it with the stored version, and changes it.
+    let Claim::Taken(Some(stored)) = blocking(&two, move |s| s.claim(id)).await.unwrap() else {
+        panic!("not taken after the release");
+    };
+    assert_eq!(*stored, conversation);
+    conversation.status = ConversationStatus::Completed;
+    let changed = conversation.clone();
+    blocking(&two, move |s| s.save(&changed).unwrap()).await;
+    // `one` no longer holds it: its save is refused, nothing changes.
+    let stale = conversation.clone();
+    let refused = blocking(&one, move |s| s.save(&stale)).await.unwrap_err();
+    assert!(refused.to_string().contains("not claimed"), "{refused}");
+    let now = blocking(&one, move |s| s.load(id).unwrap().unwrap()).await;
+    assert_eq!(now.status, ConversationStatus::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_outliving_its_replica_is_taken_over_and_fences_the_old_holder() {
+    let db = TestDb::create().await;
+    let (one, two) = (pg(&db).await, pg(&db).await);
+    let conversation = conversation(1, "abandoned");
+    let id = conversation.id;
+    let first = conversation.clone();
+    blocking(&one, move |s| {
+        s.claim(first.id).unwrap();
+        s.save(&first).unwrap()
+    })
+    .await;
+    assert!(blocking(&two, |s| s.abandoned().unwrap()).await.is_empty());
+    // As if `one` had stopped renewing long ago.
+    let mut admin = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::query("UPDATE conversations SET lease_until = now() - interval '1 minute'")
         .execute(&mut admin)
         .await
         .unwrap();
-    // The first one's lock went with its connection; another takes it.
-    let second: Arc<dyn Store> = Arc::new(PgStore::open(&db.url, 2).await.unwrap());
-    // At once, before any watcher ran: the first cannot write.
-    let at_once = conversation(1, "at once");
-    let at_once_id = at_once.id;
-    assert!(blocking(&first, move |s| s.save(&at_once)).await.is_err());
-    // Nor later, once its watcher found out.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    let refused = loop {
-        let one = conversation(1, "late");
-        match blocking(&first, move |s| s.save(&one)).await {
-            Err(error) if error.to_string().contains("no longer writes") => break error,
-            Ok(()) => panic!("the replaced writer wrote"),
-            _ if std::time::Instant::now() > deadline => {
-                panic!("the replaced writer never found out")
-            }
-            _ => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
-        }
-    };
-    assert!(
-        refused.to_string().contains("another agent process"),
-        "{refused}"
+    assert_eq!(blocking(&two, |s| s.abandoned().unwrap()).await, [id]);
+    assert!(matches!(
+        blocking(&two, move |s| s.claim(id)).await.unwrap(),
+        Claim::Taken(Some(_))
+    ));
+    let late = conversation.clone();
+    let refused = blocking(&one, move |s| s.save(&late)).await.unwrap_err();
+    assert!(refused.to_string().contains("another replica"), "{refused}");
+    blocking(&two, move |s| s.release(id)).await;
+    assert!(blocking(&two, |s| s.abandoned().unwrap()).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_store_reads_one_conversation_its_approvals_and_pages_in_order() {
+    let db = TestDb::create().await;
+    let store = pg(&db).await;
+    let mut waiting = conversation(3, "waiting");
+    waiting.status = ConversationStatus::WaitingApproval;
+    let approval: asg_shared::PendingApproval = serde_json::from_value(serde_json::json!({
+        "uuid": Uuid::new_v4(), "conversation_id": waiting.id, "tool_name": "resources_add",
+        "tool_args": {}, "description": "", "created_at": Utc::now(), "call_id": "c1"
+    }))
+    .unwrap();
+    waiting.set_pending(vec![approval.clone()]);
+    let all = vec![
+        conversation(5, "old"),
+        waiting.clone(),
+        conversation(1, "new"),
+    ];
+    let saved = all.clone();
+    blocking(&store, move |s| {
+        saved.iter().for_each(|c| save(s, c).unwrap())
+    })
+    .await;
+    let (uuid, id) = (approval.uuid, waiting.id);
+    assert_eq!(
+        blocking(&store, move |s| s.conversation_of_approval(uuid).unwrap()).await,
+        Some(id)
     );
-    assert!(blocking(&first, |s| s.health()).await.is_err());
-    let kept = blocking(&second, |s| s.load_all().unwrap()).await;
-    assert!(
-        kept.iter().all(|c| c.id != at_once_id),
-        "a replaced writer's save landed"
+    let unknown = Uuid::new_v4();
+    assert_eq!(
+        blocking(&store, move |s| s
+            .conversation_of_approval(unknown)
+            .unwrap())
+        .await,
+        None
     );
-    let fine = conversation(1, "fine");
-    blocking(&second, move |s| s.save(&fine)).await.unwrap();
+    assert_eq!(blocking(&store, |s| s.waiting().unwrap()).await, [waiting]);
+    let newest_first = blocking(&store, |s| {
+        let mut seen = Vec::new();
+        s.scan_newest(&mut |c| seen.push(c.messages[0].content.clone()))
+            .unwrap();
+        seen
+    })
+    .await;
+    assert_eq!(newest_first, ["new", "waiting", "old"]);
+    assert_eq!(
+        blocking(&store, move |s| s.load(unknown).unwrap()).await,
+        None
+    );
 }

@@ -174,9 +174,9 @@ impl PushService {
     }
 
     /// Starts the watchers of the stored registrations.
-    pub fn start(&self) {
+    pub async fn start(&self) {
         for task in self.inner.store.tasks() {
-            self.ensure_watcher(task);
+            self.ensure_watcher(task).await;
         }
     }
 
@@ -215,8 +215,8 @@ impl PushService {
             entry.configs.push(stored);
             Ok(())
         })?;
-        self.ensure_watcher(task);
-        if let Some(now) = self.current(task)
+        self.ensure_watcher(task).await;
+        if let Some(now) = self.current(task).await
             && notable(now.status.state)
         {
             let job = outgoing(&config, &now, &self.inner.policy);
@@ -260,8 +260,8 @@ impl PushService {
     }
 
     /// The task as `tasks/get` shows it, from the saved snapshot.
-    fn current(&self, task: Uuid) -> Option<Task> {
-        let conversation = self.inner.engine.get(task)?;
+    async fn current(&self, task: Uuid) -> Option<Task> {
+        let conversation = self.inner.engine.get(task).await.ok()??;
         let context = self
             .inner
             .store
@@ -272,19 +272,18 @@ impl PushService {
         Some(mapping::to_task(&conversation, &context, None))
     }
 
-    fn ensure_watcher(&self, task: Uuid) {
+    async fn ensure_watcher(&self, task: Uuid) {
+        let Ok(events) = self.inner.engine.watch(task).await else {
+            return;
+        };
         let mut watching = self
             .inner
             .watching
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if watching.contains(&task) {
+        if !watching.insert(task) {
             return;
         }
-        let Ok(events) = self.inner.engine.watch(task) else {
-            return;
-        };
-        watching.insert(task);
         let service = self.clone();
         self.inner
             .deliveries
@@ -298,7 +297,7 @@ impl PushService {
         task: Uuid,
         mut events: tokio::sync::broadcast::Receiver<asg_shared::events::ConversationEvent>,
     ) {
-        let mut last = self.current(task).map(|t| fingerprint(&t));
+        let mut last = self.current(task).await.map(|t| fingerprint(&t));
         loop {
             let received = tokio::select! {
                 received = events.recv() => received,
@@ -307,7 +306,9 @@ impl PushService {
             if let Err(RecvError::Closed) = received {
                 break;
             }
-            let Some(now) = self.current(task) else { break };
+            let Some(now) = self.current(task).await else {
+                break;
+            };
             let seen = Some(fingerprint(&now));
             if seen != last {
                 last = seen;
@@ -315,7 +316,7 @@ impl PushService {
                     self.notify(task, &now).await;
                 }
             }
-            if self.done(task) {
+            if self.done(task).await {
                 return;
             }
         }
@@ -332,13 +333,14 @@ impl PushService {
 
     /// Ends the watcher (true) when the task is closed or has no configs,
     /// under the lock `set` takes to start one, so none is missed.
-    fn done(&self, task: Uuid) -> bool {
+    async fn done(&self, task: Uuid) -> bool {
+        let current = self.inner.engine.get(task).await.ok().flatten();
         let mut watching = self
             .inner
             .watching
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let closed = self.inner.engine.get(task).is_none_or(|c| {
+        let closed = current.is_none_or(|c| {
             matches!(
                 c.status,
                 ConversationStatus::Completed | ConversationStatus::Canceled

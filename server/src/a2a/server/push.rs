@@ -27,9 +27,9 @@ pub(crate) async fn dispatch(call: &Call, method: &str, params: Option<Value>) -
     let params = params.ok_or_else(|| RpcError::invalid_params("params are required"))?;
     match method {
         "tasks/pushNotificationConfig/set" => set(call, service, params).await,
-        "tasks/pushNotificationConfig/get" => get(call, service, params),
-        "tasks/pushNotificationConfig/list" => list(call, service, params),
-        _ => delete(call, service, params),
+        "tasks/pushNotificationConfig/get" => get(call, service, params).await,
+        "tasks/pushNotificationConfig/list" => list(call, service, params).await,
+        _ => delete(call, service, params).await,
     }
 }
 
@@ -44,9 +44,9 @@ pub(crate) fn service(call: &Call) -> Result<&PushService, RpcError> {
 }
 
 /// The task behind `raw`, if the caller owns it.
-fn owned_task(call: &Call, raw: &str) -> Result<(Uuid, Arc<Conversation>), RpcError> {
+async fn owned_task(call: &Call, raw: &str) -> Result<(Uuid, Arc<Conversation>), RpcError> {
     let id = Uuid::parse_str(raw).map_err(|_| RpcError::task_not_found(raw))?;
-    let conversation = stored_task(call, id)?;
+    let conversation = stored_task(call, id).await?;
     if !policy::can_continue(&call.ctx.caller(), &conversation) {
         return Err(forbidden(format!(
             "only the principal that created task {id} may manage its push notification configs"
@@ -85,7 +85,7 @@ async fn set(call: &Call, service: &PushService, params: Value) -> PushAnswer {
         }
     }
     let params: TaskPushNotificationConfig = typed(params)?;
-    let (id, conversation) = owned_task(call, &params.task_id)?;
+    let (id, conversation) = owned_task(call, &params.task_id).await?;
     let context = call.contexts.get(id);
     let stored = service
         .set(id, &context, params.push_notification_config)
@@ -101,9 +101,9 @@ fn query(params: Value) -> Result<TaskPushConfigParams, RpcError> {
     typed(params)
 }
 
-fn get(call: &Call, service: &PushService, params: Value) -> PushAnswer {
+async fn get(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     let params = query(params)?;
-    let (id, conversation) = owned_task(call, &params.id)?;
+    let (id, conversation) = owned_task(call, &params.id).await?;
     let wanted = params.push_notification_config_id.as_deref();
     let config = service.get(id, wanted).ok_or_else(|| {
         RpcError::invalid_params(match wanted {
@@ -114,9 +114,9 @@ fn get(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     Ok((conversation, to_value(&with_task(id, config))?))
 }
 
-fn list(call: &Call, service: &PushService, params: Value) -> PushAnswer {
+async fn list(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     let params = query(params)?;
-    let (id, conversation) = owned_task(call, &params.id)?;
+    let (id, conversation) = owned_task(call, &params.id).await?;
     let configs: Vec<TaskPushNotificationConfig> = service
         .list(id)
         .into_iter()
@@ -125,9 +125,9 @@ fn list(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     Ok((conversation, to_value(&configs)?))
 }
 
-fn delete(call: &Call, service: &PushService, params: Value) -> PushAnswer {
+async fn delete(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     let params = query(params)?;
-    let (id, conversation) = owned_task(call, &params.id)?;
+    let (id, conversation) = owned_task(call, &params.id).await?;
     let name = params
         .push_notification_config_id
         .ok_or_else(|| RpcError::invalid_params("params.pushNotificationConfigId is required"))?;

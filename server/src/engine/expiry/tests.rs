@@ -281,8 +281,10 @@ async fn engine_with(dir: &Path, stored: &[Conversation]) -> Engine {
 /// Waits (up to 5 s) until `id` no longer waits for approval.
 async fn settled(engine: &Engine, id: Uuid) -> Arc<Conversation> {
     for _ in 0..250 {
-        let conversation = engine.get(id).unwrap();
-        if conversation.status != ConversationStatus::WaitingApproval && !engine.is_running(id) {
+        let conversation = engine.get(id).await.unwrap().unwrap();
+        if conversation.status != ConversationStatus::WaitingApproval
+            && !engine.is_running(id).await
+        {
             return conversation;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -348,14 +350,14 @@ async fn the_task_wakes_at_the_next_deadline_and_not_before() {
     let engine = engine_with(dir.path(), &stored).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        engine.get(stored[0].id).unwrap().status,
+        engine.get(stored[0].id).await.unwrap().unwrap().status,
         ConversationStatus::WaitingApproval,
         "not before its deadline"
     );
     let conversation = settled(&engine, stored[0].id).await;
     assert!(Utc::now() >= now + TimeDelta::milliseconds(700));
     assert_expired(&conversation, uuid, "2s");
-    let untouched = engine.get(stored[1].id).unwrap();
+    let untouched = engine.get(stored[1].id).await.unwrap().unwrap();
     assert_eq!(untouched.status, ConversationStatus::WaitingApproval);
     engine.shutdown(Duration::from_secs(5)).await;
 }
@@ -381,7 +383,7 @@ async fn a_reminder_is_sent_once_and_recorded() {
     assert!(approval.reminded);
     let again = tokio::time::timeout(Duration::from_millis(1200), inbox.recv()).await;
     assert!(again.is_err(), "a second event: {again:?}");
-    let snapshot = engine.get(stored.id).unwrap();
+    let snapshot = engine.get(stored.id).await.unwrap().unwrap();
     assert!(snapshot.pending_approval.as_ref().unwrap().reminded);
     assert_eq!(snapshot.status, ConversationStatus::WaitingApproval);
     engine.shutdown(Duration::from_secs(5)).await;

@@ -1,0 +1,36 @@
+-- Never edit a migration once released: add a new file (sqlx checks each file's checksum).
+-- Several agent replicas on one database.
+--
+-- A conversation is changed by one replica at a time: the one holding its
+-- lease (a token of its own, renewed while the turn runs). A save commits
+-- only while the row's token is still the saver's, and a lease whose
+-- holder stopped renewing it is taken over after `lease_until`.
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS lease_token uuid;
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS lease_until timestamptz;
+
+CREATE INDEX IF NOT EXISTS conversations_leased
+    ON conversations (lease_until) WHERE lease_token IS NOT NULL;
+
+-- Which conversation each approval uuid (pending or resolved) belongs to,
+-- so that any replica finds an approval without holding every
+-- conversation in memory.
+CREATE TABLE IF NOT EXISTS approval_conversations (
+    uuid             uuid PRIMARY KEY,
+    conversation_id  uuid NOT NULL
+);
+
+INSERT INTO approval_conversations (uuid, conversation_id)
+SELECT DISTINCT ON (approval) approval, id FROM (
+    SELECT (p ->> 'uuid')::uuid AS approval, c.id
+    FROM conversations c,
+         jsonb_array_elements(COALESCE(c.doc -> 'pending_approvals', '[]'::jsonb)) p
+    UNION ALL
+    SELECT (c.doc -> 'pending_approval' ->> 'uuid')::uuid, c.id
+    FROM conversations c
+    WHERE c.doc -> 'pending_approval' ->> 'uuid' IS NOT NULL
+    UNION ALL
+    SELECT (m -> 'tool_call' ->> 'approval_uuid')::uuid, c.id
+    FROM conversations c, jsonb_array_elements(c.doc -> 'messages') m
+    WHERE m -> 'tool_call' ->> 'approval_uuid' IS NOT NULL
+) found
+ON CONFLICT (uuid) DO NOTHING;

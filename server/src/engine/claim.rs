@@ -1,0 +1,194 @@
+//! Claiming a conversation before changing it, and reading through a
+//! shared store.
+//!
+//! In one process a conversation's slot lock is enough. With a shared
+//! store (PostgreSQL, several replicas) the engine also claims the
+//! conversation in the store ([`Store::claim`]: a lease renewed while the
+//! turn runs) and starts from the stored version, so one turn at a time
+//! runs per conversation across every replica and none starts from a
+//! stale copy. A claim held by another replica is waited for up to
+//! [`CLAIM_WAIT`] (a decision racing a turn elsewhere then sees its
+//! outcome, as it would locally), then refused as busy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use asg_shared::Conversation;
+use tokio::sync::OwnedMutexGuard;
+use uuid::Uuid;
+
+use super::index::Slot;
+use super::{EngineError, Inner};
+use crate::store::{Claim, Store};
+
+/// Longest wait for a conversation another replica is changing.
+pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(30);
+/// First pause between two attempts (doubling up to 200 ms).
+const FIRST_PAUSE: Duration = Duration::from_millis(10);
+
+/// A conversation this process may change: its slot lock, and in a
+/// shared store its lease, given back together.
+pub(crate) struct Claimed {
+    guard: Option<OwnedMutexGuard<()>>,
+    lease: Option<(Arc<dyn Store>, Uuid)>,
+}
+
+impl Claimed {
+    /// Gives the claim back now (the next claim of this conversation,
+    /// here or on another replica, can start at once).
+    pub(crate) async fn release(mut self) {
+        if let Some((store, id)) = self.lease.take() {
+            let _ = tokio::task::spawn_blocking(move || store.release(id)).await;
+        }
+        self.guard.take();
+    }
+}
+
+impl Drop for Claimed {
+    /// A claim dropped without [`Claimed::release`] (an early return, a
+    /// turn stopped at shutdown): released in the background, the slot
+    /// lock held until then.
+    fn drop(&mut self) {
+        let Some((store, id)) = self.lease.take() else {
+            return;
+        };
+        let guard = self.guard.take();
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return; // no runtime left: the lease expires by itself
+        };
+        handle.spawn(async move {
+            let _ = tokio::task::spawn_blocking(move || store.release(id)).await;
+            drop(guard);
+        });
+    }
+}
+
+/// Runs a store call on the blocking pool (stores block).
+pub(crate) async fn blocking<T: Send + 'static>(
+    store: &Arc<dyn Store>,
+    call: impl FnOnce(&dyn Store) -> T + Send + 'static,
+) -> Result<T, EngineError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || call(store.as_ref()))
+        .await
+        .map_err(|e| EngineError::Internal(format!("a store call stopped: {e}")))
+}
+
+fn store_error(error: crate::store::StoreError) -> EngineError {
+    EngineError::Store(error.to_string())
+}
+
+impl Inner {
+    /// Whether several processes share the store.
+    pub(crate) fn shared(&self) -> bool {
+        self.store.is_shared()
+    }
+
+    /// Claims the conversation of `slot`; with a shared store its slot
+    /// then holds the stored version.
+    pub(crate) async fn claim(&self, slot: &Arc<Slot>) -> Result<Claimed, EngineError> {
+        let guard = slot.lock_owned().await;
+        let mut claimed = Claimed {
+            guard: Some(guard),
+            lease: None,
+        };
+        if !self.shared() {
+            return Ok(claimed);
+        }
+        let id = slot.snapshot().id;
+        let started = tokio::time::Instant::now();
+        let mut pause = FIRST_PAUSE;
+        loop {
+            match blocking(&self.store, move |s| s.claim(id)).await? {
+                Ok(Claim::Taken(stored)) => {
+                    claimed.lease = Some((self.store.clone(), id));
+                    if let Some(stored) = stored {
+                        slot.refresh(Arc::new(*stored));
+                    }
+                    return Ok(claimed);
+                }
+                Ok(Claim::Busy) if started.elapsed() < CLAIM_WAIT => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Ok(Claim::Busy) => return Err(EngineError::Busy(id)),
+                Err(error) => return Err(store_error(error)),
+            }
+        }
+    }
+
+    /// The conversation's slot: cached, or (shared store) read from the
+    /// store and cached.
+    pub(crate) async fn slot(&self, id: Uuid) -> Result<Arc<Slot>, EngineError> {
+        if let Some(slot) = self.index.get(id) {
+            return Ok(slot);
+        }
+        if !self.shared() {
+            return Err(EngineError::ConversationNotFound(id));
+        }
+        let stored = blocking(&self.store, move |s| s.load(id))
+            .await?
+            .map_err(store_error)?
+            .ok_or(EngineError::ConversationNotFound(id))?;
+        Ok(self.index.cache(stored))
+    }
+
+    /// The current version of a conversation (a shared store is read:
+    /// another replica may have changed it).
+    pub(crate) async fn current(&self, id: Uuid) -> Result<Option<Arc<Conversation>>, EngineError> {
+        if !self.shared() {
+            return Ok(self.index.get(id).map(|slot| slot.snapshot()));
+        }
+        let stored = blocking(&self.store, move |s| s.load(id))
+            .await?
+            .map_err(store_error)?;
+        Ok(stored.map(Arc::new))
+    }
+
+    /// The conversation approval `uuid` belongs to.
+    pub(crate) async fn conversation_of_approval(
+        &self,
+        uuid: Uuid,
+    ) -> Result<Option<Uuid>, EngineError> {
+        if !self.shared() {
+            return Ok(self.index.conversation_of_approval(uuid));
+        }
+        blocking(&self.store, move |s| s.conversation_of_approval(uuid))
+            .await?
+            .map_err(store_error)
+    }
+
+    /// The slot of the conversation approval `uuid` belongs to.
+    pub(crate) async fn slot_of_approval(&self, uuid: Uuid) -> Result<Arc<Slot>, EngineError> {
+        let id = self
+            .conversation_of_approval(uuid)
+            .await?
+            .ok_or(EngineError::ApprovalNotFound(uuid))?;
+        self.slot(id).await.map_err(|error| match error {
+            EngineError::ConversationNotFound(_) => EngineError::ApprovalNotFound(uuid),
+            other => other,
+        })
+    }
+
+    /// Conversations waiting for approval.
+    pub(crate) async fn waiting(&self) -> Result<Vec<Arc<Conversation>>, EngineError> {
+        if !self.shared() {
+            return Ok(self.index.snapshots());
+        }
+        let stored = blocking(&self.store, |s| s.waiting())
+            .await?
+            .map_err(store_error)?;
+        Ok(stored.into_iter().map(Arc::new).collect())
+    }
+
+    /// Whether a turn runs on the conversation, here or on another replica.
+    pub(crate) async fn is_running(&self, id: Uuid) -> bool {
+        if self.index.get(id).is_some_and(|slot| slot.is_busy()) {
+            return true;
+        }
+        self.shared()
+            && blocking(&self.store, move |s| s.claimed_elsewhere(id))
+                .await
+                .unwrap_or(false)
+    }
+}
