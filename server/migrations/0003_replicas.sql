@@ -11,6 +11,25 @@ ALTER TABLE conversations ADD COLUMN IF NOT EXISTS lease_until timestamptz;
 CREATE INDEX IF NOT EXISTS conversations_leased
     ON conversations (lease_until) WHERE lease_token IS NOT NULL;
 
+-- What listings filter on without reading the documents: the owner and
+-- whether the conversation has or had an approval (approvers read those).
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS owner text;
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS had_approval boolean NOT NULL DEFAULT false;
+
+UPDATE conversations SET
+    owner = doc ->> 'owner',
+    had_approval =
+        jsonb_array_length(COALESCE(doc -> 'pending_approvals', '[]'::jsonb)) > 0
+        OR doc -> 'pending_approval' IS NOT NULL
+        OR jsonb_array_length(COALESCE(doc -> 'decisions', '[]'::jsonb)) > 0
+        OR EXISTS (
+            SELECT 1 FROM jsonb_array_elements(doc -> 'messages') m
+            WHERE (m -> 'tool_call' ->> 'needs_approval')::boolean
+        );
+
+CREATE INDEX IF NOT EXISTS conversations_by_owner
+    ON conversations (owner, created_at DESC, id);
+
 -- Which conversation each approval uuid (pending or resolved) belongs to,
 -- so that any replica finds an approval without holding every
 -- conversation in memory.

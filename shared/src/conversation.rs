@@ -35,6 +35,18 @@ impl ConversationStatus {
             ConversationStatus::Canceled => "canceled",
         }
     }
+
+    /// The status named `name` on the wire.
+    pub fn parse(name: &str) -> Option<ConversationStatus> {
+        [
+            ConversationStatus::Active,
+            ConversationStatus::WaitingApproval,
+            ConversationStatus::Completed,
+            ConversationStatus::Canceled,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
 }
 
 /// Who wrote a message.
@@ -426,6 +438,17 @@ impl Conversation {
         } else {
             &self.pending_approvals
         }
+    }
+
+    /// Whether the conversation has or had an approval: one pending, a
+    /// decision, or a call that needed one (approvers may read it).
+    pub fn had_approval(&self) -> bool {
+        !self.pending().is_empty()
+            || !self.decisions.is_empty()
+            || self
+                .messages
+                .iter()
+                .any(|m| m.tool_call.as_ref().is_some_and(|c| c.needs_approval))
     }
 
     /// Every approval uuid the conversation has or had: the waited-for

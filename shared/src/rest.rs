@@ -223,12 +223,17 @@ pub struct StatusSummary {
 impl StatusSummary {
     /// Counts one conversation of `status`.
     pub fn count(&mut self, status: ConversationStatus) {
-        self.total += 1;
+        self.add(status, 1);
+    }
+
+    /// Counts `n` conversations of `status`.
+    pub fn add(&mut self, status: ConversationStatus, n: usize) {
+        self.total += n;
         match status {
-            ConversationStatus::Active => self.active += 1,
-            ConversationStatus::WaitingApproval => self.waiting_approval += 1,
-            ConversationStatus::Completed => self.completed += 1,
-            ConversationStatus::Canceled => self.canceled += 1,
+            ConversationStatus::Active => self.active += n,
+            ConversationStatus::WaitingApproval => self.waiting_approval += n,
+            ConversationStatus::Completed => self.completed += n,
+            ConversationStatus::Canceled => self.canceled += n,
         }
     }
 }

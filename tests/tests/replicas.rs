@@ -219,10 +219,10 @@ async fn a_rolling_restart_of_every_replica_keeps_a_hundred_waiting_approvals() 
         assert_eq!(status, 201, "{answer}");
         waiting.push((conversation_id(&answer), approval_uuid(&answer)));
     }
-    for n in 0..3 {
-        let stopped = agents[n].stop();
-        assert!(stopped.is_some_and(|s| s.success()), "{}", agents[n].log());
-        agents[n] = Agent::start(&config, on(&db, &[])).await;
+    for agent in agents.iter_mut() {
+        let stopped = agent.stop();
+        assert!(stopped.is_some_and(|s| s.success()), "{}", agent.log());
+        *agent = Agent::start(&config, on(&db, &[])).await;
     }
     // Listed once each across pages, on any replica.
     let mut listed = Vec::new();

@@ -84,8 +84,8 @@ pub async fn conversations_index(
     Ok(Json(
         state
             .engine
-            .list_where(
-                move |c| crate::auth::policy::can_read(&caller, c),
+            .list_for(
+                crate::auth::policy::ReadScope::of(&caller),
                 status,
                 query.page,
             )

@@ -16,14 +16,49 @@ use super::{Principal, Role};
 
 /// May `principal` see `conversation`?
 pub fn can_read(principal: &Principal, conversation: &Conversation) -> bool {
-    owns(principal, conversation)
-        || principal.has(Role::Admin)
-        || (principal.has(Role::Approver) && had_approval(conversation))
+    ReadScope::of(principal).admits(conversation.owner.as_deref(), conversation.had_approval())
+}
+
+/// Which conversations a principal may read, as plain data: what a
+/// store filters listings on without reading every conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadScope {
+    /// The principal's subject: its own conversations.
+    pub subject: String,
+    /// Anonymous (authentication off): also the conversations created
+    /// while it was off (no owner).
+    pub anonymous: bool,
+    /// Admin: every conversation.
+    pub everything: bool,
+    /// Approver: also every conversation that has or had an approval.
+    pub approvals: bool,
+}
+
+impl ReadScope {
+    /// The scope of `principal`.
+    pub fn of(principal: &Principal) -> ReadScope {
+        ReadScope {
+            subject: principal.subject.clone(),
+            anonymous: principal.is_anonymous(),
+            everything: principal.has(Role::Admin),
+            approvals: principal.has(Role::Approver),
+        }
+    }
+
+    /// Whether a conversation of `owner` (`None`: created while
+    /// authentication was off), which `had_approval` or not, is in scope.
+    pub fn admits(&self, owner: Option<&str>, had_approval: bool) -> bool {
+        let owns = match owner {
+            Some(owner) => owner == self.subject,
+            None => self.anonymous,
+        };
+        owns || self.everything || (self.approvals && had_approval)
+    }
 }
 
 /// May `principal` send messages to (or cancel) `conversation`?
 pub fn can_continue(principal: &Principal, conversation: &Conversation) -> bool {
-    owns(principal, conversation) || principal.is_anonymous()
+    principal.is_anonymous() || conversation.owner.as_deref() == Some(principal.subject.as_str())
 }
 
 /// May `principal` see this pending approval in a list?
@@ -101,24 +136,6 @@ pub fn actor(principal: &Principal, role: Option<Role>, via: &str) -> Actor {
         role: role.map(|r| r.as_str().to_string()),
         via: Some(via.to_string()),
     }
-}
-
-fn owns(principal: &Principal, conversation: &Conversation) -> bool {
-    match &conversation.owner {
-        Some(owner) => *owner == principal.subject,
-        // Created while authentication was off: only the open agent (or an
-        // admin) sees it.
-        None => principal.is_anonymous(),
-    }
-}
-
-fn had_approval(conversation: &Conversation) -> bool {
-    !conversation.pending().is_empty()
-        || !conversation.decisions.is_empty()
-        || conversation
-            .messages
-            .iter()
-            .any(|m| m.tool_call.as_ref().is_some_and(|c| c.needs_approval))
 }
 
 #[cfg(test)]

@@ -17,9 +17,13 @@ use asg_shared::Conversation;
 use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
+use asg_shared::rest::ConversationList;
+
 use super::index::Slot;
-use super::{EngineError, Inner};
-use crate::store::{Claim, Store};
+use super::page::{self, PageRequest};
+use super::{EngineError, Inner, summarize};
+use crate::auth::policy::ReadScope;
+use crate::store::{Claim, ListQuery, Store};
 
 /// Longest wait for a conversation another replica is changing.
 pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(30);
@@ -179,6 +183,32 @@ impl Inner {
             .await?
             .map_err(store_error)?;
         Ok(stored.into_iter().map(Arc::new).collect())
+    }
+
+    /// [`super::Engine::list_for`] from a shared store: only the page is
+    /// read whole.
+    pub(crate) async fn list_stored(
+        &self,
+        scope: ReadScope,
+        status: Option<asg_shared::ConversationStatus>,
+        page: PageRequest,
+    ) -> Result<ConversationList, EngineError> {
+        let query = ListQuery {
+            scope,
+            status,
+            after: page.after.map(|key| (key.at, key.id)),
+            limit: page.limit,
+        };
+        let listed = blocking(&self.store, move |s| s.list_page(&query))
+            .await?
+            .map_err(store_error)?;
+        Ok(ConversationList {
+            conversations: listed.conversations.iter().map(summarize).collect(),
+            summary: listed.summary,
+            next_cursor: listed
+                .next
+                .map(|(at, id)| page::encode(page::Key { at, id })),
+        })
     }
 
     /// Whether a turn runs on the conversation, here or on another replica.

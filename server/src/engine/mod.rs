@@ -66,7 +66,7 @@ pub use llm_node::EXIT_LOOP_TOOL;
 pub use page::PageRequest;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
-use crate::auth::policy;
+use crate::auth::policy::{self, ReadScope};
 use index::{ConversationIndex, Slot, SubscriberLimits};
 pub use index::{SubscribersFull, Subscription};
 use turn::{Decision, Turn};
@@ -592,21 +592,27 @@ impl Engine {
 
     /// Summaries of every conversation, newest first, with counts.
     pub async fn list(&self) -> Result<ConversationList, EngineError> {
-        self.list_where(|_| true, None, PageRequest::default())
+        let everything = ReadScope {
+            subject: String::new(),
+            anonymous: true,
+            everything: true,
+            approvals: true,
+        };
+        self.list_for(everything, None, PageRequest::default())
             .await
     }
 
-    /// One page of summaries of the conversations `visible` accepts (and
-    /// of `status`, when given), newest first, with the counts of all
-    /// visible ones.
-    pub async fn list_where(
+    /// One page of summaries of the conversations `scope` may read (and
+    /// of `status`, when given), newest first, with the counts of all it
+    /// may read.
+    pub async fn list_for(
         &self,
-        visible: impl Fn(&Conversation) -> bool + Send + 'static,
+        scope: ReadScope,
         status: Option<ConversationStatus>,
         page: PageRequest,
     ) -> Result<ConversationList, EngineError> {
         if self.inner.shared() {
-            return self.inner.list_stored(visible, status, page).await;
+            return self.inner.list_stored(scope, status, page).await;
         }
         let mut summary = StatusSummary::default();
         let listed: Vec<ConversationSummary> = self
@@ -614,7 +620,7 @@ impl Engine {
             .index
             .snapshots()
             .into_iter()
-            .filter(|c| visible(c))
+            .filter(|c| scope.admits(c.owner.as_deref(), c.had_approval()))
             .inspect(|c| summary.count(c.status))
             .filter(|c| status.is_none_or(|s| s == c.status))
             .map(|c| summarize(&c))

@@ -1,7 +1,7 @@
 //! What the engine does over a shared store (several replicas on one
 //! PostgreSQL): follow changes made by other replicas, take over the
 //! conversations of a replica that died mid-turn, drop idle cached
-//! conversations, and list conversations from the store.
+//! conversations.
 //!
 //! - Live events: every commit is notified (`LISTEN/NOTIFY`); a replica
 //!   with an open event stream on that conversation reads the new version
@@ -15,15 +15,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use asg_shared::Conversation;
-use asg_shared::rest::{ConversationList, StatusSummary};
 use chrono::Utc;
 use uuid::Uuid;
 
 use super::claim::blocking;
 use super::index::Slot;
-use super::page::{Order, PageRequest};
-use super::{Engine, EngineError, Inner, approval, save_blocking, summarize, summary_key};
+use super::{Engine, EngineError, Inner, approval, save_blocking};
 
 /// How often abandoned leases are looked for and idle slots dropped.
 const SWEEP: Duration = Duration::from_secs(2);
@@ -106,45 +103,5 @@ impl Inner {
         }
         claim.release().await;
         result
-    }
-
-    /// [`Engine::list_where`] from a shared store: one pass over the
-    /// stored conversations, newest first, keeping only the page.
-    pub(crate) async fn list_stored(
-        &self,
-        visible: impl Fn(&Conversation) -> bool + Send + 'static,
-        status: Option<asg_shared::ConversationStatus>,
-        page: PageRequest,
-    ) -> Result<ConversationList, EngineError> {
-        let (summary, listed) = blocking(&self.store, move |store| {
-            let mut summary = StatusSummary::default();
-            let mut listed = Vec::new();
-            store
-                .scan_newest(&mut |c| {
-                    if !visible(&c) {
-                        return;
-                    }
-                    summary.count(c.status);
-                    let key = super::page::Key {
-                        at: c.created_at,
-                        id: c.id,
-                    };
-                    if status.is_none_or(|s| s == c.status)
-                        && page.admits(key, Order::Newest)
-                        && listed.len() <= page.limit
-                    {
-                        listed.push(summarize(&c));
-                    }
-                })
-                .map(|()| (summary, listed))
-        })
-        .await?
-        .map_err(|e| EngineError::Store(e.to_string()))?;
-        let (conversations, next_cursor) = page.take(listed, Order::Newest, summary_key);
-        Ok(ConversationList {
-            conversations,
-            summary,
-            next_cursor,
-        })
     }
 }

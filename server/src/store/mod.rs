@@ -15,8 +15,12 @@ pub mod postgres;
 
 use std::sync::Arc;
 
-use asg_shared::Conversation;
+use asg_shared::rest::StatusSummary;
+use asg_shared::{Conversation, ConversationStatus};
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
+
+use crate::auth::policy::ReadScope;
 
 pub use json_files::JsonFileStore;
 pub use pg_lease::LEASE_TTL;
@@ -26,6 +30,31 @@ pub use postgres::PgStore;
 #[derive(Debug, thiserror::Error)]
 #[error("storage error: {0}")]
 pub struct StoreError(pub String);
+
+/// What [`Store::list_page`] lists.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    /// Whose conversations.
+    pub scope: ReadScope,
+    /// Only these.
+    pub status: Option<ConversationStatus>,
+    /// After this `(created_at, id)` (a cursor).
+    pub after: Option<(DateTime<Utc>, Uuid)>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// One page of conversations.
+#[derive(Debug, Default)]
+pub struct ListPage {
+    /// Newest first.
+    pub conversations: Vec<Conversation>,
+    /// When more follow: the key to list after (the last one's, as the
+    /// store orders it).
+    pub next: Option<(DateTime<Utc>, Uuid)>,
+    /// Counts by status of every conversation in scope.
+    pub summary: StatusSummary,
+}
 
 /// What [`Store::claim`] found.
 #[derive(Debug)]
@@ -78,11 +107,12 @@ pub trait Store: Send + Sync + 'static {
     fn waiting(&self) -> Result<Vec<Conversation>, StoreError> {
         Ok(Vec::new())
     }
-    /// Visits every conversation, newest first and ties by id (the
-    /// listing's order), one at a time: memory does not grow with their
-    /// number.
-    fn scan_newest(&self, _visit: &mut dyn FnMut(Conversation)) -> Result<(), StoreError> {
-        Ok(())
+    /// One page of the conversations `scope` may read (of `status`, when
+    /// given), newest first and ties by id: at most `limit` after `after`,
+    /// plus whether more follow, and the counts of all in scope. Only the
+    /// page is read whole.
+    fn list_page(&self, _query: &ListQuery) -> Result<ListPage, StoreError> {
+        Ok(ListPage::default())
     }
     /// Claims conversation `id` for a change by this process.
     fn claim(&self, _id: Uuid) -> Result<Claim, StoreError> {

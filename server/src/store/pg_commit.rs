@@ -40,6 +40,8 @@ struct Row {
     doc: serde_json::Value,
     /// The saver's lease token.
     token: Uuid,
+    owner: Option<String>,
+    had_approval: bool,
     /// Every approval uuid the conversation has or had.
     approvals: Vec<Uuid>,
 }
@@ -61,6 +63,8 @@ impl Save {
             updated_at: conversation.updated_at,
             doc,
             token,
+            owner: conversation.owner.clone(),
+            had_approval: conversation.had_approval(),
             approvals: conversation.approval_uuids().collect(),
         };
         Ok((Save { row, done }, outcome))
@@ -133,16 +137,21 @@ async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String>
     let created = rows.iter().map(|r| r.created_at).collect::<Vec<_>>();
     let updated = rows.iter().map(|r| r.updated_at).collect::<Vec<_>>();
     let tokens = rows.iter().map(|r| r.token).collect::<Vec<_>>();
+    let owners_of = rows.iter().map(|r| r.owner.clone()).collect::<Vec<_>>();
+    let had = rows.iter().map(|r| r.had_approval).collect::<Vec<_>>();
     let docs = rows.into_iter().map(|r| r.doc).collect::<Vec<_>>();
     let query = sqlx::query_scalar(
         "WITH saved AS ( \
-           INSERT INTO conversations (id, status, created_at, updated_at, doc, lease_token, lease_until) \
+           INSERT INTO conversations (id, status, created_at, updated_at, doc, lease_token, \
+                                      lease_until, owner, had_approval) \
            SELECT r.id, r.status, r.created_at, r.updated_at, r.doc, r.token, \
-                  now() + make_interval(secs => $9) \
+                  now() + make_interval(secs => $9), r.owner, r.had_approval \
            FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
-                       $5::jsonb[], $6::uuid[]) AS r(id, status, created_at, updated_at, doc, token) \
+                       $5::jsonb[], $6::uuid[], $10::text[], $11::bool[]) \
+             AS r(id, status, created_at, updated_at, doc, token, owner, had_approval) \
            ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, \
-             updated_at = EXCLUDED.updated_at, doc = EXCLUDED.doc \
+             updated_at = EXCLUDED.updated_at, doc = EXCLUDED.doc, \
+             owner = EXCLUDED.owner, had_approval = EXCLUDED.had_approval \
            WHERE conversations.lease_token = EXCLUDED.lease_token \
            RETURNING id), \
          approvals AS ( \
@@ -161,7 +170,9 @@ async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String>
     .bind(tokens)
     .bind(approvals)
     .bind(owners)
-    .bind(LEASE_TTL.as_secs_f64());
+    .bind(LEASE_TTL.as_secs_f64())
+    .bind(owners_of)
+    .bind(had);
     let saved: Vec<Uuid> = super::postgres::limited(query.fetch_all(pool))
         .await
         .map_err(|e| format!("cannot save: {e}"))?;
@@ -184,6 +195,8 @@ mod tests {
             updated_at: now,
             doc: serde_json::json!({ "status": status.as_str() }),
             token,
+            owner: None,
+            had_approval: true,
             approvals: vec![Uuid::from_u128(id.as_u128() + 100)],
         }
     }

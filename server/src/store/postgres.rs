@@ -29,7 +29,9 @@ use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use super::pg_lease::Leases;
-use super::{Claim, Store, StoreError};
+use super::{Claim, ListPage, ListQuery, Store, StoreError};
+use asg_shared::ConversationStatus;
+use asg_shared::rest::StatusSummary;
 
 /// The channel every commit notifies, with the conversation id.
 pub const CHANGES: &str = "asg_conversations";
@@ -154,6 +156,74 @@ impl PgStore {
     }
 }
 
+/// The listing's filter on the scope's booleans and subject ($1-$4).
+macro_rules! in_scope {
+    () => {
+        "($1 OR owner = $2 OR (owner IS NULL AND $3) OR ($4 AND had_approval))"
+    };
+}
+
+impl PgStore {
+    /// [`Store::list_page`]: the counts, then the page (one row more than
+    /// asked tells whether more follow).
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, sqlx::Error> {
+        let scope = &query.scope;
+        let counts: Vec<(String, i64)> = limited(
+            sqlx::query_as(concat!(
+                "SELECT status, count(*) FROM conversations WHERE ",
+                in_scope!(),
+                " GROUP BY status"
+            ))
+            .bind(scope.everything)
+            .bind(&scope.subject)
+            .bind(scope.anonymous)
+            .bind(scope.approvals)
+            .fetch_all(&self.pool),
+        )
+        .await?;
+        let mut summary = StatusSummary::default();
+        for (status, count) in counts {
+            if let Some(status) = ConversationStatus::parse(&status) {
+                summary.add(status, usize::try_from(count).unwrap_or(0));
+            }
+        }
+        let (at, id) = query.after.unzip();
+        let rows = limited(
+            sqlx::query(concat!(
+                "SELECT id, doc, created_at FROM conversations WHERE ",
+                in_scope!(),
+                " AND ($5::text IS NULL OR status = $5) \
+                 AND ($6::timestamptz IS NULL OR created_at < $6 \
+                      OR (created_at = $6 AND id > $7)) \
+                 ORDER BY created_at DESC, id LIMIT $8"
+            ))
+            .bind(scope.everything)
+            .bind(&scope.subject)
+            .bind(scope.anonymous)
+            .bind(scope.approvals)
+            .bind(query.status.map(|s| s.as_str()))
+            .bind(at)
+            .bind(id)
+            .bind(i64::try_from(query.limit + 1).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool),
+        )
+        .await?;
+        let more = rows.len() > query.limit;
+        let mut page = ListPage {
+            summary,
+            ..ListPage::default()
+        };
+        for row in rows.into_iter().take(query.limit) {
+            let key = (row.get("created_at"), row.get("id"));
+            if let Some(conversation) = self.parse(key.1, row.get("doc")) {
+                page.conversations.push(conversation);
+            }
+            page.next = more.then_some(key);
+        }
+        Ok(page)
+    }
+}
+
 /// Pings the database every [`HEALTH_CHECK`]; ends with the store.
 async fn watch_health(pool: PgPool, url: String, up: Weak<AtomicBool>) {
     let mut slow = 0;
@@ -184,10 +254,16 @@ async fn watch_health(pool: PgPool, url: String, up: Weak<AtomicBool>) {
 
 impl Store for PgStore {
     fn load_all(&self) -> Result<Vec<Conversation>, StoreError> {
-        let mut loaded = Vec::new();
-        self.scan_newest(&mut |conversation| loaded.push(conversation))?;
-        loaded.reverse();
-        Ok(loaded)
+        self.block(async {
+            let mut loaded = Vec::new();
+            let mut rows = sqlx::query("SELECT id, doc FROM conversations ORDER BY created_at, id")
+                .fetch(&self.pool);
+            while let Some(row) = rows.try_next().await? {
+                loaded.extend(self.parse(row.get("id"), row.get("doc")));
+            }
+            Ok(loaded)
+        })
+        .map_err(Self::read_error("the conversations"))
     }
 
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError> {
@@ -260,22 +336,9 @@ impl Store for PgStore {
             .collect())
     }
 
-    fn scan_newest(&self, visit: &mut dyn FnMut(Conversation)) -> Result<(), StoreError> {
-        self.block(async {
-            let mut rows =
-                sqlx::query("SELECT id, doc FROM conversations ORDER BY created_at DESC, id")
-                    .fetch(&self.pool);
-            while let Some(row) = rows
-                .try_next()
-                .await
-                .map_err(Self::read_error("the conversations"))?
-            {
-                if let Some(conversation) = self.parse(row.get("id"), row.get("doc")) {
-                    visit(conversation);
-                }
-            }
-            Ok(())
-        })
+    fn list_page(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.block(self.list(query))
+            .map_err(Self::read_error("the conversations"))
     }
 
     fn claim(&self, id: Uuid) -> Result<Claim, StoreError> {

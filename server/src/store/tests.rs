@@ -169,6 +169,38 @@ async fn errors_name_the_database_but_never_the_password() {
     );
 }
 
+fn scope(subject: &str, approvals: bool) -> crate::auth::policy::ReadScope {
+    crate::auth::policy::ReadScope {
+        subject: subject.into(),
+        anonymous: false,
+        everything: false,
+        approvals,
+    }
+}
+
+async fn list(
+    store: &Arc<dyn Store>,
+    scope: &crate::auth::policy::ReadScope,
+    status: Option<ConversationStatus>,
+    after: Option<(chrono::DateTime<Utc>, Uuid)>,
+    limit: usize,
+) -> super::ListPage {
+    let query = super::ListQuery {
+        scope: scope.clone(),
+        status,
+        after,
+        limit,
+    };
+    blocking(store, move |s| s.list_page(&query).unwrap()).await
+}
+
+fn texts(page: &super::ListPage) -> Vec<String> {
+    page.conversations
+        .iter()
+        .map(|c| c.messages[0].content.clone())
+        .collect()
+}
+
 /// Claims, saves and releases, as a turn does (the JSON files need no
 /// claim).
 fn save(store: &dyn Store, conversation: &Conversation) -> Result<(), super::StoreError> {
@@ -289,14 +321,33 @@ async fn a_shared_store_reads_one_conversation_its_approvals_and_pages_in_order(
         None
     );
     assert_eq!(blocking(&store, |s| s.waiting().unwrap()).await, [waiting]);
-    let newest_first = blocking(&store, |s| {
-        let mut seen = Vec::new();
-        s.scan_newest(&mut |c| seen.push(c.messages[0].content.clone()))
-            .unwrap();
-        seen
-    })
-    .await;
-    assert_eq!(newest_first, ["new", "waiting", "old"]);
+    // Pages newest first, counts of everything in scope.
+    let alice = scope("alice", false);
+    let first = list(&store, &alice, None, None, 2).await;
+    assert_eq!(texts(&first), ["new", "waiting"]);
+    assert_eq!(
+        (first.summary.total, first.summary.waiting_approval),
+        (3, 1)
+    );
+    let rest = list(&store, &alice, None, first.next, 2).await;
+    assert_eq!(texts(&rest), ["old"]);
+    assert_eq!(rest.next, None);
+    let waiting_only = ConversationStatus::WaitingApproval;
+    let filtered = list(&store, &alice, Some(waiting_only), None, 10).await;
+    assert_eq!(texts(&filtered), ["waiting"]);
+    assert_eq!(filtered.summary.total, 3, "the counts ignore the filter");
+    // Another principal sees nothing of alice's; an approver sees the
+    // conversation that had an approval only.
+    assert_eq!(
+        list(&store, &scope("bob", false), None, None, 10)
+            .await
+            .summary
+            .total,
+        0
+    );
+    let approver = list(&store, &scope("bob", true), None, None, 10).await;
+    assert_eq!(texts(&approver), ["waiting"]);
+    assert_eq!(approver.summary.total, 1);
     assert_eq!(
         blocking(&store, move |s| s.load(unknown).unwrap()).await,
         None
