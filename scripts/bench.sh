@@ -5,16 +5,19 @@
 #
 # It measures startup, GET /health, GET /conversations/{id}, full turns and
 # A2A message/send (A -> B) on the JSON files, then full turns and A2A on an
-# agent whose store is PostgreSQL, and prints both stores side by side, each
-# figure with the load average before and after it.
+# agent whose store is PostgreSQL, then again on 3 agents (replicas) sharing
+# one PostgreSQL database with the requests spread round-robin over them
+# (column "PostgreSQL, 3 replicas", `postgres_3` in --json), and prints the
+# three columns side by side, each figure with the load average before and
+# after it.
 #
 # --store json|postgres|both (default both): `json` is the main run alone,
-# `postgres` the PostgreSQL part alone. That part creates a fresh database
-# per agent (asg_bench_<random>_{a,b}) on the server of --database-url, else
-# $ASG_BENCH_DATABASE_URL, else $ASG_TEST_DATABASE_URL, else
-# postgres://postgres@127.0.0.1:5432/postgres, and drops them at the end.
-# When no server answers there, it prints "skipped: no PostgreSQL at ..."
-# and the rest of the benchmark still counts.
+# `postgres` the two PostgreSQL columns alone. Each creates fresh databases
+# (asg_bench_<random>_{a,b}; B's shared by the 3 replicas) on the server of
+# --database-url, else $ASG_BENCH_DATABASE_URL, else $ASG_TEST_DATABASE_URL,
+# else postgres://postgres@127.0.0.1:5432/postgres, and drops them at the
+# end. When no server answers there, both print "skipped: no PostgreSQL at
+# ..." and the rest of the benchmark still counts.
 #
 # Usage: scripts/bench.sh [loadgen flags...]
 #   e.g. scripts/bench.sh --quick

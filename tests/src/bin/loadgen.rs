@@ -12,8 +12,10 @@
 //! 5. A2A `message/send` through A -> B (A delegates every task to B).
 //!
 //! Then, with `--store postgres|both` (the default), phases 4 and 5 again
-//! on an agent whose store is PostgreSQL, and both stores side by side
-//! (see `loadgen/stores.rs`); `--store postgres` skips the main run.
+//! on an agent whose store is PostgreSQL, and once more on three agents
+//! (replicas) sharing one PostgreSQL database, the requests spread
+//! round-robin over them; then the three columns side by side (see
+//! `loadgen/stores.rs`). `--store postgres` skips the main run.
 //!
 //! Every phase is bounded by a request count and a time limit, the whole run
 //! by an overall limit; the agent is stopped with SIGTERM at the end and
@@ -44,7 +46,7 @@ use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
 
 use agent::{AgentProcess, AgentSpec};
-use load::Budget;
+use load::{Budget, RoundRobin};
 use report::{Phase, Report, StartupRun};
 use requests::{
     a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources, mix,
@@ -99,7 +101,8 @@ struct Args {
     #[arg(long, default_value_t = 900)]
     max_seconds: u64,
     /// Stores to measure full turns and A2A on, side by side: `json` (the
-    /// main run alone), `postgres` (that part alone) or `both`.
+    /// main run alone), `postgres` (that part alone: one agent, then three
+    /// replicas on one database) or `both`.
     #[arg(long, value_enum, default_value_t = StoreChoice::Both)]
     store: StoreChoice,
     /// PostgreSQL server for the PostgreSQL part (a fresh database per
@@ -250,7 +253,7 @@ async fn run(args: &Args) -> Result<()> {
     };
     if settings.store.postgres() {
         let http = http_client(settings.clients)?;
-        runs.push(stores::postgres(&settings, &http).await?);
+        runs.extend(stores::postgres(&settings, &http).await?);
     }
     println!("{}", stores::table(&runs, settings.clients));
     if let Some(path) = &args.json {
@@ -303,12 +306,12 @@ async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
     let mut phases = Vec::new();
     phases.extend(health_phases(s, &http, &base).await?);
     phases.extend(show_phases(s, &http, &base, &seeded.ids).await?);
-    phases.push(turn_phase(s, &http, &base, &agent).await?);
+    phases.push(turn_phase(s, &http, &[&agent]).await?);
     let delegator = AgentSpec {
         data_dir: tmp.path().join("data-a"),
         ..spec.clone()
     };
-    phases.push(a2a_phase(s, &http, delegator, &base).await?);
+    phases.push(a2a_phase(s, &http, delegator, std::slice::from_ref(&agent.url)).await?);
     let json_files = StoreRun::json_files(
         phases[phases.len() - 2].clone(),
         phases[phases.len() - 1].clone(),
@@ -458,29 +461,38 @@ fn turn_warmup(s: &Settings) -> Budget {
     }
 }
 
-/// Phase 4: full turns, one conversation per client.
+/// Phase 4: full turns, one conversation per client, on `agents` (several:
+/// replicas on one database): conversations are created and turns sent
+/// round-robin over them, request by request.
 async fn turn_phase(
     s: &Settings,
     http: &reqwest::Client,
-    base: &str,
-    agent: &AgentProcess,
+    agents: &[&AgentProcess],
 ) -> Result<Phase> {
     eprintln!("loadgen: full turns (\"list resources\")");
-    let created =
-        futures::future::try_join_all((0..s.clients).map(|_| create_conversation(http, base)))
-            .await
-            .with_context(|| format!("agent output:\n{}", agent.tail()))?;
-    let send_urls: Arc<Vec<String>> = Arc::new(
-        created
+    let bases: Vec<&str> = agents.iter().map(|a| a.url.as_str()).collect();
+    let create = (0..s.clients).map(|c| create_conversation(http, bases[c % bases.len()]));
+    let created = futures::future::try_join_all(create)
+        .await
+        .with_context(|| format!("agent output:\n{}", tails(agents)))?;
+    // `send_urls[replica][client]`: the client's conversation on each.
+    let send_urls: Arc<Vec<Vec<String>>> = Arc::new(
+        bases
             .iter()
-            .map(|id| format!("{base}/conversations/{id}/messages"))
+            .map(|base| {
+                created
+                    .iter()
+                    .map(|id| format!("{base}/conversations/{id}/messages"))
+                    .collect()
+            })
             .collect(),
     );
+    let next = RoundRobin::new(bases.len());
     let turn = {
         let http = http.clone();
         move |client: usize, _iteration: usize| {
-            let (http, urls) = (http.clone(), send_urls.clone());
-            async move { list_resources(&http, &urls[client]).await }
+            let (http, urls, replica) = (http.clone(), send_urls.clone(), next.pick());
+            async move { list_resources(&http, &urls[replica][client]).await }
         }
     };
     load::run(s.clients, turn_warmup(s), turn.clone()).await?;
@@ -494,31 +506,73 @@ async fn turn_phase(
     .await
 }
 
+/// The last lines of each agent's output (with its URL when several).
+fn tails(agents: &[&AgentProcess]) -> String {
+    match agents {
+        [agent] => agent.tail(),
+        _ => agents
+            .iter()
+            .map(|a| format!("[{}]\n{}", a.url, a.tail()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 /// Phase 5: A2A `message/send` through an A -> B chain: A (the delegator,
 /// started here from `spec`: its data dir and store) hands every task to
-/// this agent (B, at `base`) over A2A.
+/// this agent (B, at `bases[0]`) over A2A. With several B (replicas on one
+/// database), one A per B (A_i delegating to B_i, the A on one store too),
+/// and the requests go round-robin over the A.
 async fn a2a_phase(
     s: &Settings,
     http: &reqwest::Client,
-    mut spec: AgentSpec,
-    base: &str,
+    spec: AgentSpec,
+    bases: &[String],
 ) -> Result<Phase> {
     eprintln!("loadgen: A2A message/send through A -> B");
-    spec.config = s.config.with_file_name("agent-delegator.yaml");
-    spec.env.push(("DOWNSTREAM_URL".into(), base.to_string()));
-    let orchestrator = AgentProcess::start(&spec, http).await?;
-    let a2a_url = Arc::new(format!("{}/a2a", orchestrator.url));
+    let orchestrators = delegators(s, http, spec, bases).await?;
+    let a2a_urls: Arc<Vec<String>> = Arc::new(
+        orchestrators
+            .iter()
+            .map(|a| format!("{}/a2a", a.url))
+            .collect(),
+    );
+    let next = RoundRobin::new(a2a_urls.len());
     let chain = {
         let http = http.clone();
         move |_client: usize, _iteration: usize| {
-            let (http, url) = (http.clone(), a2a_url.clone());
-            async move { a2a_list(&http, &url).await }
+            let (http, urls, pick) = (http.clone(), a2a_urls.clone(), next.pick());
+            async move { a2a_list(&http, &urls[pick]).await }
         }
     };
     load::run(s.clients, turn_warmup(s), chain.clone()).await?;
     let measured = load::run(s.clients, s.turn_budget, chain);
     let name = "5. A2A message/send, A -> B chain".into();
     let phase = Phase::measure(name, "req", None, measured).await?;
-    orchestrator.stop().await?;
+    for orchestrator in orchestrators {
+        orchestrator.stop().await?;
+    }
     Ok(phase)
+}
+
+/// One delegator (A) per B at `bases`, started one after the other from
+/// `spec` (the i-th after the first with the data dir `<data dir>-<i>`).
+async fn delegators(
+    s: &Settings,
+    http: &reqwest::Client,
+    mut spec: AgentSpec,
+    bases: &[String],
+) -> Result<Vec<AgentProcess>> {
+    spec.config = s.config.with_file_name("agent-delegator.yaml");
+    let data_dir = spec.data_dir.clone();
+    let mut started = Vec::new();
+    for (i, base) in bases.iter().enumerate() {
+        let mut one = spec.clone();
+        if i > 0 {
+            one.data_dir = PathBuf::from(format!("{}-{i}", data_dir.display()));
+        }
+        one.env.push(("DOWNSTREAM_URL".into(), base.clone()));
+        started.push(AgentProcess::start(&one, http).await?);
+    }
+    Ok(started)
 }

@@ -79,6 +79,29 @@ impl PhaseResult {
     }
 }
 
+/// Picks which of `n` targets (agent replicas) the next request goes to:
+/// round-robin over all clients, request by request.
+#[derive(Debug, Clone)]
+pub struct RoundRobin {
+    next: Arc<AtomicUsize>,
+    n: usize,
+}
+
+impl RoundRobin {
+    /// Over `n` targets (at least one).
+    pub fn new(n: usize) -> RoundRobin {
+        RoundRobin {
+            next: Arc::new(AtomicUsize::new(0)),
+            n: n.max(1),
+        }
+    }
+
+    /// The next target's index.
+    pub fn pick(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.n
+    }
+}
+
 /// Nearest-rank percentile of sorted samples.
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
@@ -166,5 +189,22 @@ mod tests {
         assert_eq!(percentile(&samples, 100.0), Duration::from_millis(100));
         assert_eq!(percentile(&samples, 0.0), Duration::from_millis(1));
         assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn round_robin_cycles_over_every_target() {
+        let next = RoundRobin::new(3);
+        let other = next.clone();
+        let picks: Vec<usize> = (0..6)
+            .map(|i| {
+                if i % 2 == 0 {
+                    next.pick()
+                } else {
+                    other.pick()
+                }
+            })
+            .collect();
+        assert_eq!(picks, [0, 1, 2, 0, 1, 2]);
+        assert_eq!(RoundRobin::new(0).pick(), 0);
     }
 }

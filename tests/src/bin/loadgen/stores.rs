@@ -1,15 +1,23 @@
 //! The store comparison (`--store json|postgres|both`): full turns and A2A
-//! `message/send` through A -> B on one agent per store, side by side,
-//! each figure with the machine's load average before and after it.
+//! `message/send` through A -> B, side by side, each figure with the
+//! machine's load average before and after it. Three columns:
 //!
-//! The JSON figures are phases 4 and 5 of the main run. The PostgreSQL ones
-//! come from a fresh agent on a fresh database seeded with as many stored
-//! conversations; its A2A delegator (A) has a database of its own (one
-//! agent process per database). Without a reachable server that part is
-//! reported as skipped, not failed.
+//! - "JSON files": phases 4 and 5 of the main run (one agent).
+//! - "PostgreSQL": a fresh agent on a fresh database seeded with as many
+//!   stored conversations; its A2A delegator (A) has a database of its own.
+//! - "PostgreSQL, 3 replicas" (`postgres_3`): three agents (B) on one fresh
+//!   seeded database, as replicas (any of them serves any conversation);
+//!   the turns go round-robin over the three, request by request, and the
+//!   A2A requests round-robin over three delegators (A, replicas on a
+//!   database of their own), the i-th delegating to the i-th B.
+//!
+//! `--store json` measures the first column alone, `--store postgres` the
+//! two PostgreSQL ones alone. Without a reachable server the PostgreSQL
+//! columns are reported as skipped, not failed. Every database is dropped
+//! at the end, every agent stopped.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
@@ -26,7 +34,7 @@ use crate::{Settings, a2a_phase, turn_phase};
 pub enum StoreChoice {
     /// The JSON files only (the main run, phases 1 to 5).
     Json,
-    /// PostgreSQL only (its turns and A2A phases, no main run).
+    /// PostgreSQL only (one agent, then three replicas; no main run).
     Postgres,
     /// Both, side by side.
     Both,
@@ -46,9 +54,9 @@ impl StoreChoice {
 
 /// One store's column.
 pub struct StoreRun {
-    /// `JSON files`, `PostgreSQL`.
+    /// `JSON files`, `PostgreSQL`, `PostgreSQL, 3 replicas`.
     pub label: &'static str,
-    /// `json`, `postgres` (in the JSON output).
+    /// `json`, `postgres`, `postgres_3` (in the JSON output).
     pub key: &'static str,
     /// Its figures, or why there are none.
     pub outcome: Outcome,
@@ -100,60 +108,140 @@ impl StoreRun {
     }
 }
 
-/// The PostgreSQL column; skipped when no server answers at the URL.
-pub async fn postgres(s: &Settings, http: &reqwest::Client) -> Result<StoreRun> {
-    let label = "PostgreSQL";
+/// A PostgreSQL column: how many agents (B) share its database.
+struct PgColumn {
+    label: &'static str,
+    key: &'static str,
+    replicas: usize,
+}
+
+/// The PostgreSQL columns, each on fresh databases of its own.
+const PG_COLUMNS: [PgColumn; 2] = [
+    PgColumn {
+        label: "PostgreSQL",
+        key: "postgres",
+        replicas: 1,
+    },
+    PgColumn {
+        label: "PostgreSQL, 3 replicas",
+        key: "postgres_3",
+        replicas: 3,
+    },
+];
+
+/// The PostgreSQL columns; skipped when no server answers at the URL.
+pub async fn postgres(s: &Settings, http: &reqwest::Client) -> Result<Vec<StoreRun>> {
     let server = &s.database_url;
-    if let Err(error) = pg::reach(server).await {
+    let unreachable = pg::reach(server).await.err().map(|error| {
         let reason = format!(
             "skipped: no PostgreSQL at {} ({})",
             pg::describe(server),
             error.root_cause()
         );
         eprintln!("loadgen: PostgreSQL part {reason}");
-        return Ok(StoreRun {
-            label,
-            key: "postgres",
-            outcome: Outcome::Skipped(reason),
+        reason
+    });
+    let mut runs = Vec::new();
+    for column in &PG_COLUMNS {
+        let outcome = match &unreachable {
+            Some(reason) => Outcome::Skipped(reason.clone()),
+            None => Outcome::Measured(Box::new(postgres_column(s, http, column).await?)),
+        };
+        runs.push(StoreRun {
+            label: column.label,
+            key: column.key,
+            outcome,
         });
     }
+    Ok(runs)
+}
+
+/// One column: `column.replicas` agents (B) on a fresh seeded database,
+/// full turns round-robin over them, then A2A through A -> B.
+async fn postgres_column(
+    s: &Settings,
+    http: &reqwest::Client,
+    column: &PgColumn,
+) -> Result<Measured> {
     let tmp = tempfile::Builder::new()
         .prefix("asg-loadgen-pg-")
         .tempdir()
         .context("cannot create a temp dir")?;
     // Declared before the agents, so dropped after them.
     let (db_b, db_a, seeded) = databases(s).await?;
-    let spec = store_spec(s, tmp.path(), "data", &db_b.url);
-    let agent = AgentProcess::start(&spec, http).await?;
-    let startup = agent.startup;
-    let base = Arc::new(agent.url.clone());
-    check_loaded(http, &base, seeded.pending)
-        .await
-        .with_context(|| format!("agent output:\n{}", agent.tail()))?;
-    let mut turn = turn_phase(s, http, &base, &agent).await?;
+    let agents = replicas(s, http, tmp.path(), &db_b.url, column.replicas).await?;
+    for agent in &agents {
+        check_loaded(http, &agent.url, seeded.pending)
+            .await
+            .with_context(|| format!("agent output:\n{}", agent.tail()))?;
+    }
+    let startups: Vec<Duration> = agents.iter().map(|a| a.startup).collect();
+    let bases: Vec<String> = agents.iter().map(|a| a.url.clone()).collect();
+    let mut turn = turn_phase(s, http, &agents.iter().collect::<Vec<_>>()).await?;
     let delegator = store_spec(s, tmp.path(), "data-a", &db_a.url);
-    let mut a2a = a2a_phase(s, http, delegator, &base).await?;
-    agent.stop().await?;
-    turn.name.push_str(" (PostgreSQL)");
-    a2a.name.push_str(" (PostgreSQL)");
-    let details = format!(
-        "{} stored conversations ({:.1} MiB of JSON, inserted in {:.2} s), \
-         startup {:.0} ms; A and B each on a database of its own",
+    let mut a2a = a2a_phase(s, http, delegator, &bases).await?;
+    for agent in agents {
+        agent.stop().await?;
+    }
+    turn.name.push_str(&format!(" ({})", column.label));
+    a2a.name.push_str(&format!(" ({})", column.label));
+    Ok(Measured {
+        turn,
+        a2a,
+        details: details(s, &seeded, &startups),
+        own_notes: true,
+    })
+}
+
+/// `count` agents (B) on the database at `url`, started one after the
+/// other, each with a data dir of its own (`<tmp>/data`, `data-1`, ...).
+async fn replicas(
+    s: &Settings,
+    http: &reqwest::Client,
+    tmp: &Path,
+    url: &str,
+    count: usize,
+) -> Result<Vec<AgentProcess>> {
+    let mut agents = Vec::new();
+    for i in 0..count {
+        let dir = if i == 0 {
+            "data".into()
+        } else {
+            format!("data-{i}")
+        };
+        let spec = store_spec(s, tmp, &dir, url);
+        agents.push(AgentProcess::start(&spec, http).await?);
+    }
+    Ok(agents)
+}
+
+/// What a column was measured on (one B, or several on one database).
+fn details(s: &Settings, seeded: &Seeded, startups: &[Duration]) -> String {
+    let stored = format!(
+        "{} stored conversations ({:.1} MiB of JSON, inserted in {:.2} s)",
         s.conversations,
         seeded.bytes as f64 / 1048576.0,
         seeded.elapsed.as_secs_f64(),
-        report::ms(startup)
     );
-    Ok(StoreRun {
-        label,
-        key: "postgres",
-        outcome: Outcome::Measured(Box::new(Measured {
-            turn,
-            a2a,
-            details,
-            own_notes: true,
-        })),
-    })
+    let times: Vec<String> = startups
+        .iter()
+        .map(|t| format!("{:.0}", report::ms(*t)))
+        .collect();
+    match startups.len() {
+        1 => format!(
+            "{stored}, startup {} ms; A and B each on a database of its own",
+            times[0]
+        ),
+        n => format!(
+            "{n} agents (B) on one database with {stored}, startups {} ms; \
+             full turns: client c's conversation created on B c mod {n}, then each \
+             turn sent to the next B round-robin (one counter over all clients, so \
+             a conversation's turns move between the B); A2A: {n} delegators (A, \
+             replicas on one database of their own), the i-th delegating to the \
+             i-th B, each message/send sent to the next A round-robin",
+            times.join("/")
+        ),
+    }
 }
 
 /// B's and A's databases, B's migrated and seeded.
@@ -194,13 +282,19 @@ pub fn table(runs: &[StoreRun], clients: usize) -> String {
     );
     let with_pg = runs
         .iter()
-        .any(|r| matches!(r.outcome, Outcome::Measured(_)) && r.key == "postgres");
+        .any(|r| matches!(r.outcome, Outcome::Measured(_)) && r.key.starts_with("postgres"));
+    let replicated = runs.iter().any(|r| r.key == "postgres_3");
     line(
         &mut out,
         format!(
-            "one agent per store, {clients} clients, {} CPUs shared with the load generator{}; \
+            "one agent per store{}, {clients} clients, {} CPUs shared with the load generator{}; \
              load = one-minute load average before -> after each phase (Linux counts the \
              agents' own threads waiting on disk or database too; now {})",
+            if replicated {
+                " (three on one database in \"PostgreSQL, 3 replicas\")"
+            } else {
+                ""
+            },
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             if with_pg { " and PostgreSQL" } else { "" },
             load_text(report::load_average())
