@@ -153,3 +153,104 @@ async fn bad_listing_queries_are_400s_that_name_the_problem() {
         assert!(message.contains(named), "{url}: {message}");
     }
 }
+
+const ALICE: &str = "alice-key-0123456789";
+const BOB: &str = "bob-key-0123456789ab";
+const OPS: &str = "ops-key-0123456789ab";
+
+/// Every page of `/conversations?limit=2` as the holder of `key`: the ids
+/// and the summary's total of each page.
+async fn pages_as(agent: &Agent, key: &str, first_cursor: Option<&str>) -> (Vec<String>, Vec<u64>) {
+    let bearer = format!("Bearer {key}");
+    let (mut ids, mut totals) = (Vec::new(), Vec::new());
+    let mut cursor = first_cursor.map(str::to_string);
+    loop {
+        let url = match &cursor {
+            Some(c) => format!("/conversations?limit=2&cursor={c}"),
+            None => "/conversations?limit=2".to_string(),
+        };
+        let (status, body) = agent.get_with(&url, &[("authorization", &bearer)]).await;
+        assert_eq!(status, 200, "{body}");
+        for c in body["conversations"].as_array().unwrap() {
+            ids.push(c["id"].as_str().unwrap().to_string());
+        }
+        totals.push(body["summary"]["total"].as_u64().unwrap());
+        match body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return (ids, totals),
+        }
+    }
+}
+
+async fn create_as(agent: &Agent, key: &str, text: &str) -> String {
+    let bearer = format!("Bearer {key}");
+    let body = serde_json::json!({ "message": text }).to_string();
+    let (status, answer) = agent
+        .post_with("/conversations", body, &[("authorization", &bearer)])
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    conversation_id(&answer)
+}
+
+#[tokio::test]
+async fn each_principal_pages_through_only_what_it_may_read_on_both_stores() {
+    let keys = "auth:\n  api_keys:\n    - { name: alice, key_env: ALICE_KEY }\n    \
+                - { name: bob, key_env: BOB_KEY }\n    \
+                - { name: ops, key_env: OPS_KEY, roles: [approver] }\n";
+    let (_dir, config) = asg_tests::config_with("agent-resources.yaml", keys);
+    let db = asg_tests::pg::TestDb::create().await;
+    for database in [None, Some(db.url.as_str())] {
+        let mut env = vec![("ALICE_KEY", ALICE), ("BOB_KEY", BOB), ("OPS_KEY", OPS)];
+        env.extend(database.map(|url| ("DATABASE_URL", url)));
+        let agent = Agent::start(&config, AgentOptions::with_env(&env)).await;
+        let store = if database.is_some() {
+            "postgres"
+        } else {
+            "json"
+        };
+        let waiting = create_as(&agent, ALICE, "add resource mine-1 with value 1").await;
+        let mut alices = vec![waiting.clone()];
+        for n in 0..2 {
+            alices.push(create_as(&agent, ALICE, &format!("list resources {n}")).await);
+        }
+        let mut bobs = Vec::new();
+        for n in 0..3 {
+            bobs.push(create_as(&agent, BOB, &format!("list resources bob {n}")).await);
+        }
+        // Each sees its own, newest first, page after page, counted alone.
+        let (seen, totals) = pages_as(&agent, ALICE, None).await;
+        assert_eq!(
+            seen,
+            alices.iter().rev().cloned().collect::<Vec<_>>(),
+            "{store}"
+        );
+        assert!(totals.iter().all(|t| *t == 3), "{store}: {totals:?}");
+        let (seen, totals) = pages_as(&agent, BOB, None).await;
+        assert_eq!(
+            seen,
+            bobs.iter().rev().cloned().collect::<Vec<_>>(),
+            "{store}"
+        );
+        assert!(totals.iter().all(|t| *t == 3), "{store}: {totals:?}");
+        // The approver reads the conversation that had an approval only.
+        let (seen, totals) = pages_as(&agent, OPS, None).await;
+        assert_eq!(seen, [waiting.clone()], "{store}");
+        assert_eq!(totals, [1], "{store}");
+        // A cursor from another principal's listing reveals nothing more.
+        let (_, body) = agent
+            .get_with(
+                "/conversations?limit=1",
+                &[("authorization", &format!("Bearer {BOB}"))],
+            )
+            .await;
+        let bobs_cursor = body["next_cursor"].as_str().unwrap().to_string();
+        let (seen, _) = pages_as(&agent, ALICE, Some(&bobs_cursor)).await;
+        assert!(
+            seen.iter().all(|id| alices.contains(id)),
+            "{store}: {seen:?}"
+        );
+        // And without a credential, nothing at all.
+        let (status, _) = agent.get("/conversations").await;
+        assert_eq!(status, 401, "{store}");
+    }
+}
