@@ -234,7 +234,7 @@ async fn each_principal_pages_through_only_what_it_may_read_on_both_stores() {
         assert!(totals.iter().all(|t| *t == 3), "{store}: {totals:?}");
         // The approver reads the conversation that had an approval only.
         let (seen, totals) = pages_as(&agent, OPS, None).await;
-        assert_eq!(seen, [waiting.clone()], "{store}");
+        assert_eq!(seen, std::slice::from_ref(&waiting), "{store}");
         assert_eq!(totals, [1], "{store}");
         // A cursor from another principal's listing reveals nothing more.
         let (_, body) = agent
