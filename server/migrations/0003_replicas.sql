@@ -53,3 +53,9 @@ SELECT DISTINCT ON (approval) approval, id FROM (
     WHERE m -> 'tool_call' ->> 'approval_uuid' IS NOT NULL
 ) found
 ON CONFLICT (uuid) DO NOTHING;
+
+-- A turn left unfinished by an agent that stopped before this migration
+-- (no lease yet): give it an expired lease, so the first replica's sweep
+-- records it as interrupted, as it would a replica's that died.
+UPDATE conversations SET lease_token = gen_random_uuid(), lease_until = now()
+WHERE (doc ->> 'turn_in_progress')::boolean AND lease_token IS NULL;

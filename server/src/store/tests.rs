@@ -353,3 +353,32 @@ async fn a_shared_store_reads_one_conversation_its_approvals_and_pages_in_order(
         None
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_left_unfinished_before_the_upgrade_is_taken_over_after_it() {
+    let db = TestDb::create().await;
+    let pool = super::postgres::connect(&db.url, 2).await.unwrap();
+    // The schema as the previous release left it (migrations 1 and 2).
+    let mut before = sqlx::migrate!("./migrations");
+    before.migrations = std::borrow::Cow::Owned(before.migrations[..2].to_vec());
+    before.run(&pool).await.unwrap();
+    let mut stuck = conversation(1, "stuck");
+    stuck.turn_in_progress = true;
+    let idle = conversation(2, "idle");
+    for c in [&stuck, &idle] {
+        sqlx::query(
+            "INSERT INTO conversations (id, status, created_at, updated_at, doc) \
+             VALUES ($1, 'active', now(), now(), $2)",
+        )
+        .bind(c.id)
+        .bind(serde_json::to_value(c).unwrap())
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let store = pg(&db).await;
+    assert_eq!(
+        blocking(&store, |s| s.abandoned().unwrap()).await,
+        [stuck.id]
+    );
+}
