@@ -59,3 +59,9 @@ ON CONFLICT (uuid) DO NOTHING;
 -- records it as interrupted, as it would a replica's that died.
 UPDATE conversations SET lease_token = gen_random_uuid(), lease_until = now()
 WHERE (doc ->> 'turn_in_progress')::boolean AND lease_token IS NULL;
+
+-- An agent of the previous release (one writer per database, fenced by
+-- this token) may still run beside the first replicas of this one, e.g.
+-- during a rolling update: bumping the token refuses its saves from now
+-- on, so it can never act on a copy of an approval decided here.
+UPDATE writer_epoch SET epoch = epoch + 1 WHERE id = 1;

@@ -38,8 +38,13 @@ pub async fn conversations_events(
     let not_found = || ApiError::not_found(format!("conversation {id} not found"));
     // Subscribe before reading the snapshot so no change falls in between.
     let receiver = state.engine.subscribe(id).await?;
-    let first = snapshot(state.engine.clone(), id)
-        .await
+    let first = state
+        .engine
+        .get(id)
+        .await?
+        .map(|conversation| ConversationEvent::Snapshot {
+            conversation: Box::new((*conversation).clone()),
+        })
         .ok_or_else(not_found)?;
     let engine = state.engine.clone();
     Ok(live_events(

@@ -142,7 +142,9 @@ impl App {
         let port = listener.local_addr()?.port();
         let (stopping, stop_flag) = tokio::sync::watch::channel(false);
         let router = self.router(port, stop_flag);
-        self.notifier.start(&self.config.public_base_url(port));
+        self.notifier
+            .start(&self.config.public_base_url(port))
+            .await;
         let notifier = self.notifier.clone();
         let engine = self.engine.clone();
         let deadline = std::time::Duration::from_secs(self.config.shutdown_timeout_secs);

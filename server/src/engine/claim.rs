@@ -23,7 +23,7 @@ use super::index::Slot;
 use super::page::{self, PageRequest};
 use super::{EngineError, Inner, summarize};
 use crate::auth::policy::ReadScope;
-use crate::store::{Claim, ListQuery, Store};
+use crate::store::{Claim, ListQuery, Store, StoreError};
 
 /// Longest wait for a conversation another replica is changing.
 pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(30);
@@ -67,6 +67,21 @@ impl Drop for Claimed {
     }
 }
 
+/// One attempt to claim `id`. A claim taken after its caller went away
+/// (a dropped request) is given back at once, never left renewed.
+async fn take(store: &Arc<dyn Store>, id: Uuid) -> Result<Result<Claim, StoreError>, EngineError> {
+    let (answer, taken) = tokio::sync::oneshot::channel();
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Err(Ok(Claim::Taken(_))) = answer.send(store.claim(id)) {
+            store.release(id);
+        }
+    });
+    taken
+        .await
+        .map_err(|_| EngineError::Internal(format!("claiming conversation {id} stopped")))
+}
+
 /// Runs a store call on the blocking pool (stores block).
 pub(crate) async fn blocking<T: Send + 'static>(
     store: &Arc<dyn Store>,
@@ -103,11 +118,11 @@ impl Inner {
         let started = tokio::time::Instant::now();
         let mut pause = FIRST_PAUSE;
         loop {
-            match blocking(&self.store, move |s| s.claim(id)).await? {
+            match take(&self.store, id).await? {
                 Ok(Claim::Taken(stored)) => {
                     claimed.lease = Some((self.store.clone(), id));
                     if let Some(stored) = stored {
-                        slot.refresh(Arc::new(*stored));
+                        slot.refresh(Arc::new(*stored), false);
                     }
                     return Ok(claimed);
                 }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use asg_shared::Conversation;
@@ -33,6 +33,8 @@ pub(crate) struct Slot {
     inbox: broadcast::Sender<InboxEvent>,
     /// Open event streams of this conversation.
     subscribers: Arc<AtomicUsize>,
+    /// A follow of another replica's change is pending.
+    following: AtomicBool,
 }
 
 impl Slot {
@@ -43,6 +45,7 @@ impl Slot {
             events: OnceLock::new(),
             inbox,
             subscribers: Arc::default(),
+            following: AtomicBool::new(false),
         }
     }
 
@@ -96,27 +99,22 @@ impl Slot {
             || self.events.get().is_some_and(|e| e.receiver_count() > 0)
     }
 
-    /// Publishes the stored version found when the conversation was
-    /// claimed (another replica may have changed it since this copy).
-    pub(crate) fn refresh(&self, conversation: Arc<Conversation>) {
-        if *self.snapshot() != *conversation {
-            self.publish(conversation);
-        }
-    }
-
-    /// Publishes a version another replica saved, when newer than this
-    /// copy, with the start and end of its turn as events (what a turn
-    /// running here would send).
-    pub(crate) fn follow(&self, conversation: Arc<Conversation>) {
+    /// Publishes the stored version, read under the conversation's lock
+    /// (when claiming it, or following another replica's change), when
+    /// it differs from this copy: to the conversation's event streams,
+    /// with the start and end of another replica's turn as events (what a
+    /// turn running here would send, when `turn_events`), never to the
+    /// inbox (the replica that made the change reported it there).
+    pub(crate) fn refresh(&self, stored: Arc<Conversation>, turn_events: bool) {
         let previous = self.snapshot();
-        if conversation.updated_at <= previous.updated_at {
+        if *previous == *stored {
             return;
         }
-        if !previous.turn_in_progress && conversation.turn_in_progress {
+        if turn_events && !previous.turn_in_progress && stored.turn_in_progress {
             self.emit(ConversationEvent::TurnStarted);
         }
-        let finished = previous.turn_in_progress && !conversation.turn_in_progress;
-        self.publish(conversation);
+        let finished = turn_events && previous.turn_in_progress && !stored.turn_in_progress;
+        self.publish_to(stored, false);
         if finished {
             self.emit(ConversationEvent::TurnFinished {
                 response: None,
@@ -125,9 +123,20 @@ impl Slot {
         }
     }
 
-    /// Whether live events of this conversation have a listener here.
+    /// Whether a conversation event stream listens here.
     pub(crate) fn is_followed(&self) -> bool {
-        self.events.get().is_some_and(|e| e.receiver_count() > 0) || self.inbox.receiver_count() > 0
+        self.events.get().is_some_and(|e| e.receiver_count() > 0)
+    }
+
+    /// Marks a follow of another replica's change as pending; false when
+    /// one already is (it reads the latest version anyway).
+    pub(crate) fn start_following(&self) -> bool {
+        !self.following.swap(true, Ordering::SeqCst)
+    }
+
+    /// The pending follow runs now: later changes need another.
+    pub(crate) fn followed(&self) {
+        self.following.store(false, Ordering::SeqCst);
     }
 
     /// The last saved version.
@@ -142,12 +151,19 @@ impl Slot {
     /// one: new messages, approval requested/resolved, status (the last
     /// two also to the operator inbox).
     pub(crate) fn publish(&self, conversation: Arc<Conversation>) {
+        self.publish_to(conversation, true);
+    }
+
+    /// Publishes a version, its changes to the operator inbox too when
+    /// `inbox` (only the replica that made a change reports it there, so
+    /// webhooks fire once).
+    fn publish_to(&self, conversation: Arc<Conversation>, inbox: bool) {
         let previous = {
             let mut guard = self.snapshot.write().unwrap_or_else(|p| p.into_inner());
             std::mem::replace(&mut *guard, conversation.clone())
         };
         let changes = changes(&previous, &conversation);
-        if self.inbox.receiver_count() > 0 {
+        if inbox && self.inbox.receiver_count() > 0 {
             for change in &changes {
                 let _ = self.inbox.send(change.for_inbox(conversation.id));
             }

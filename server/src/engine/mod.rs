@@ -492,44 +492,16 @@ impl Engine {
         tool: &str,
     ) -> Result<Arc<Conversation>, EngineError> {
         let slot = self.inner.slot(id).await?;
-        let claim = self.inner.claim(&slot).await?;
-        let revoked = self.revoke_claimed(&slot, ctx, tool).await;
-        claim.release().await;
-        revoked
-    }
-
-    async fn revoke_claimed(
-        &self,
-        slot: &Arc<Slot>,
-        ctx: &RequestContext,
-        tool: &str,
-    ) -> Result<Arc<Conversation>, EngineError> {
-        let mut conversation = (*slot.snapshot()).clone();
-        let id = conversation.id;
-        let caller = ctx.caller();
-        if !policy::can_read(&caller, &conversation) {
-            return Err(EngineError::ConversationNotFound(id));
-        }
-        if !policy::can_continue(&caller, &conversation) && !caller.has(crate::auth::Role::Approver)
-        {
-            return Err(EngineError::Forbidden(format!(
-                "revoking a grant needs the conversation's owner or an approver; {} is neither",
-                caller.subject
-            )));
-        }
-        let before = conversation.grants.len();
-        conversation.grants.retain(|grant| grant.tool != tool);
-        if conversation.grants.len() == before {
-            return Err(EngineError::GrantNotFound {
-                conversation: id,
-                tool: tool.to_string(),
-            });
-        }
-        tracing::info!(conversation = %id, tool, by = %caller.subject, "grant revoked");
-        Turn::new(self.inner.clone(), slot, conversation, ctx)
-            .save()
-            .await?;
-        Ok(slot.snapshot())
+        let (inner, ctx, tool) = (self.inner.clone(), ctx.clone(), tool.to_string());
+        // A turn of its own: a caller that goes away never leaves it
+        // halfway (nor a claim behind).
+        self.spawn_turn(async move {
+            let claim = inner.claim(&slot).await?;
+            let revoked = revoke_claimed(&inner, &slot, &ctx, &tool).await;
+            claim.release().await;
+            revoked
+        })
+        .await
     }
 
     /// Cancels a conversation that waits for approval: the pending call is
@@ -721,6 +693,39 @@ async fn send_claimed(
     let turn = Turn::new(inner.clone(), slot, conversation, ctx);
     let result = turn.run_user_message(text).await;
     settle(inner, slot, result).await
+}
+
+async fn revoke_claimed(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    ctx: &RequestContext,
+    tool: &str,
+) -> Result<Arc<Conversation>, EngineError> {
+    let mut conversation = (*slot.snapshot()).clone();
+    let id = conversation.id;
+    let caller = ctx.caller();
+    if !policy::can_read(&caller, &conversation) {
+        return Err(EngineError::ConversationNotFound(id));
+    }
+    if !policy::can_continue(&caller, &conversation) && !caller.has(crate::auth::Role::Approver) {
+        return Err(EngineError::Forbidden(format!(
+            "revoking a grant needs the conversation's owner or an approver; {} is neither",
+            caller.subject
+        )));
+    }
+    let before = conversation.grants.len();
+    conversation.grants.retain(|grant| grant.tool != tool);
+    if conversation.grants.len() == before {
+        return Err(EngineError::GrantNotFound {
+            conversation: id,
+            tool: tool.to_string(),
+        });
+    }
+    tracing::info!(conversation = %id, tool, by = %caller.subject, "grant revoked");
+    Turn::new(inner.clone(), slot, conversation, ctx)
+        .save()
+        .await?;
+    Ok(slot.snapshot())
 }
 
 async fn cancel_turn(

@@ -55,6 +55,9 @@ impl Engine {
             Err(_) => Vec::new(),
         };
         for id in abandoned {
+            if inner.index.get(id).is_some_and(|slot| slot.is_busy()) {
+                continue; // in use here: looked at again next sweep
+            }
             tracing::warn!(conversation = %id, "a replica stopped in the middle of a turn on this conversation; taking it over");
             let taken = match inner.slot(id).await {
                 Ok(slot) => inner.record_interrupted(&slot).await,
@@ -75,13 +78,17 @@ impl Inner {
         let Some(slot) = self.index.get(id) else {
             return;
         };
-        // A turn running here publishes its own saves.
-        if !slot.is_followed() || slot.is_busy() {
+        if !slot.is_followed() || !slot.start_following() {
             return;
         }
         tokio::spawn(async move {
+            // Under the conversation's lock: never between a claim here
+            // and its release, and each read is the latest committed, so
+            // an older version is never published after a newer one.
+            let _guard = slot.lock_owned().await;
+            slot.followed();
             if let Ok(Ok(Some(stored))) = blocking(&self.store, move |s| s.load(id)).await {
-                slot.follow(Arc::new(stored));
+                slot.refresh(Arc::new(stored), true);
             }
         });
     }

@@ -83,7 +83,7 @@ impl Notifier {
 
     /// Starts delivering; `public_url` is the link base when
     /// `approval.web_url` is not set.
-    pub fn start(&self, public_url: &str) {
+    pub async fn start(&self, public_url: &str) {
         let inbox = self.inbox.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(inbox) = inbox {
             let source = Source {
@@ -101,8 +101,7 @@ impl Notifier {
                 source,
             ));
         }
-        let push = self.push.clone();
-        self.deliveries.spawn(async move { push.start().await });
+        self.push.start().await;
     }
 
     /// Stops taking events and waits up to [`SHUTDOWN_BOUND`] for the

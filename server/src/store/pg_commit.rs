@@ -128,6 +128,8 @@ async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String>
             None => rows.push(row),
         }
     }
+    // Rows locked in id order, as lease renewals lock them.
+    rows.sort_by_key(|r| r.id);
     let (approvals, owners): (Vec<Uuid>, Vec<Uuid>) = rows
         .iter()
         .flat_map(|r| r.approvals.iter().map(|a| (*a, r.id)))
@@ -149,6 +151,7 @@ async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String>
            FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
                        $5::jsonb[], $6::uuid[], $10::text[], $11::bool[]) \
              AS r(id, status, created_at, updated_at, doc, token, owner, had_approval) \
+           ORDER BY r.id \
            ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, \
              updated_at = EXCLUDED.updated_at, doc = EXCLUDED.doc, \
              owner = EXCLUDED.owner, had_approval = EXCLUDED.had_approval \

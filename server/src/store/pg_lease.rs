@@ -23,7 +23,8 @@ use super::postgres::limited;
 /// How long a lease outlives its holder's last renewal: how soon another
 /// replica takes over a conversation whose replica died.
 pub const LEASE_TTL: Duration = Duration::from_secs(10);
-/// How often held leases are renewed.
+/// How often held leases are renewed (a third of [`LEASE_TTL`]: two
+/// renewals may fail before a lease is lost).
 const RENEW_EVERY: Duration = Duration::from_secs(3);
 
 /// The leases this process holds: conversation id → token.
@@ -158,10 +159,13 @@ async fn renew(pool: PgPool, leases: Weak<Leases>) {
         if tokens.is_empty() {
             continue;
         }
+        // Rows locked in id order, as the committer writes them: never a
+        // deadlock between a renewal and a save.
         let renewed = limited(
             sqlx::query(
                 "UPDATE conversations SET lease_until = now() + make_interval(secs => $2) \
-                 WHERE lease_token = ANY($1)",
+                 WHERE id IN (SELECT id FROM conversations WHERE lease_token = ANY($1) \
+                              ORDER BY id FOR UPDATE)",
             )
             .bind(&tokens)
             .bind(LEASE_TTL.as_secs_f64())

@@ -117,7 +117,9 @@ impl PgStore {
             url.to_string(),
             Arc::downgrade(&up),
         ));
-        let leases = Leases::start(pool.clone());
+        // Renewals on a connection of their own: a busy pool never lets
+        // a live replica's leases expire.
+        let leases = Leases::start(connect(url, 1).await?);
         let commits = super::pg_commit::spawn(pool.clone());
         Ok(PgStore {
             pool,
@@ -344,9 +346,18 @@ impl Store for PgStore {
     fn claim(&self, id: Uuid) -> Result<Claim, StoreError> {
         match self.block(self.leases.take(&self.pool, id))? {
             super::pg_lease::Taken::Busy => Ok(Claim::Busy),
-            super::pg_lease::Taken::Yes(doc) => Ok(Claim::Taken(
-                doc.and_then(|doc| self.parse(id, doc)).map(Box::new),
-            )),
+            super::pg_lease::Taken::Yes(None) => Ok(Claim::Taken(None)),
+            super::pg_lease::Taken::Yes(Some(doc)) => match self.parse(id, doc) {
+                Some(stored) => Ok(Claim::Taken(Some(Box::new(stored)))),
+                None => {
+                    // Never a turn from a cached copy over a row we
+                    // cannot read: it may be newer.
+                    self.release(id);
+                    Err(StoreError(format!(
+                        "conversation {id} is stored in a form this agent cannot read"
+                    )))
+                }
+            },
         }
     }
 

@@ -261,7 +261,15 @@ impl PushService {
 
     /// The task as `tasks/get` shows it, from the saved snapshot.
     async fn current(&self, task: Uuid) -> Option<Task> {
-        let conversation = self.inner.engine.get(task).await.ok()??;
+        self.read(task).await.ok().flatten()
+    }
+
+    /// The task as `tasks/get` shows it (`None`: no such task), or the
+    /// store's error (the task may well exist: the watcher goes on).
+    async fn read(&self, task: Uuid) -> Result<Option<Task>, crate::engine::EngineError> {
+        let Some(conversation) = self.inner.engine.get(task).await? else {
+            return Ok(None);
+        };
         let context = self
             .inner
             .store
@@ -269,7 +277,7 @@ impl PushService {
             .map(|t| t.context_id)
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| task.to_string());
-        Some(mapping::to_task(&conversation, &context, None))
+        Ok(Some(mapping::to_task(&conversation, &context, None)))
     }
 
     async fn ensure_watcher(&self, task: Uuid) {
@@ -306,8 +314,14 @@ impl PushService {
             if let Err(RecvError::Closed) = received {
                 break;
             }
-            let Some(now) = self.current(task).await else {
-                break;
+            let now = match self.read(task).await {
+                Ok(Some(now)) => now,
+                Ok(None) => break,
+                Err(error) => {
+                    // The store is away: the task is still there.
+                    tracing::warn!(%task, %error, "cannot read a task for its push notifications; waiting for its next change");
+                    continue;
+                }
             };
             let seen = Some(fingerprint(&now));
             if seen != last {
@@ -334,7 +348,10 @@ impl PushService {
     /// Ends the watcher (true) when the task is closed or has no configs,
     /// under the lock `set` takes to start one, so none is missed.
     async fn done(&self, task: Uuid) -> bool {
-        let current = self.inner.engine.get(task).await.ok().flatten();
+        let current = match self.inner.engine.get(task).await {
+            Ok(current) => current,
+            Err(_) => return false, // the store is away: not closed
+        };
         let mut watching = self
             .inner
             .watching
