@@ -261,3 +261,45 @@ async fn a_rolling_restart_of_every_replica_keeps_a_hundred_waiting_approvals() 
         assert_eq!(runs(&shown, "resources_add"), 1, "{shown}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_is_one_webhook_whichever_replicas_follow_it() {
+    use asg_tests::fake_http::{FakeHttp, Reply};
+    let fake = FakeHttp::start(vec![Reply::status(204, "")]).await;
+    let hooks = format!(
+        "approval:\n  webhooks:\n    - url: {}/hooks\n      secret_env: ASG_WEBHOOK_SECRET\n",
+        fake.url
+    );
+    let (_dir, config) = asg_tests::config_with("agent-resources.yaml", &hooks);
+    let db = TestDb::create().await;
+    let env = [("ASG_WEBHOOK_SECRET", "webhook-secret-0123456789")];
+    let agents = join_all((0..3).map(|_| Agent::start(&config, on(&db, &env)))).await;
+    let (_, answer) = agents[0].say_new("add resource rep-5 with value 5").await;
+    let (id, uuid) = (conversation_id(&answer), approval_uuid(&answer));
+    // The two other replicas follow the conversation (an open stream).
+    let mut streams = Vec::new();
+    for agent in &agents[1..] {
+        let url = format!("{}/conversations/{id}/events", agent.url);
+        let (_, events) = EventStream::open(&url, &[]).await;
+        streams.push(events.unwrap());
+    }
+    let (status, _) = agents[2].decide(&uuid, json!({"approved": true})).await;
+    assert_eq!(status, 200);
+    for events in &mut streams {
+        events.next_of("approval_resolved").await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kinds: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            r.headers
+                .iter()
+                .find(|(name, _)| name == "x-asg-event")
+                .map(|(_, value)| value.clone())
+        })
+        .collect();
+    let count = |kind: &str| kinds.iter().filter(|k| *k == kind).count();
+    assert_eq!(count("approval.requested"), 1, "{kinds:?}");
+    assert_eq!(count("approval.decided"), 1, "{kinds:?}");
+}

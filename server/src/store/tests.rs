@@ -382,3 +382,29 @@ async fn a_turn_left_unfinished_before_the_upgrade_is_taken_over_after_it() {
         [stuck.id]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_that_cannot_be_read_is_never_claimed() {
+    let db = TestDb::create().await;
+    let store = pg(&db).await;
+    let id = Uuid::new_v4();
+    let mut admin = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO conversations (id, status, created_at, updated_at, doc) \
+         VALUES ($1, 'active', now(), now(), '{\"id\": 1}')",
+    )
+    .bind(id)
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let refused = blocking(&store, move |s| s.claim(id)).await.unwrap_err();
+    assert!(refused.to_string().contains("cannot read"), "{refused}");
+    // Not left claimed: no lease on the row.
+    let leased: Option<Uuid> =
+        sqlx::query_scalar("SELECT lease_token FROM conversations WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+    assert_eq!(leased, None);
+}
