@@ -136,6 +136,21 @@ impl Inner {
         }
     }
 
+    /// Runs `change` under the conversation's claim, then releases it.
+    pub(crate) async fn claimed<T, Change>(
+        &self,
+        slot: &Arc<Slot>,
+        change: impl FnOnce() -> Change,
+    ) -> Result<T, EngineError>
+    where
+        Change: std::future::Future<Output = Result<T, EngineError>>,
+    {
+        let claim = self.claim(slot).await?;
+        let outcome = change().await;
+        claim.release().await;
+        outcome
+    }
+
     /// The conversation's slot: cached, or (shared store) read from the
     /// store and cached.
     pub(crate) async fn slot(&self, id: Uuid) -> Result<Arc<Slot>, EngineError> {

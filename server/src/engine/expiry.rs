@@ -343,10 +343,9 @@ impl Engine {
         let slot = self.inner.slot_of_approval(uuid).await?;
         let inner = self.inner.clone();
         self.spawn_turn(async move {
-            let claim = inner.claim(&slot).await?;
-            let outcome = expire_turn(&inner, &slot, uuid).await;
-            claim.release().await;
-            outcome
+            inner
+                .claimed(&slot, || expire_turn(&inner, &slot, uuid))
+                .await
         })
         .await
     }
@@ -358,10 +357,9 @@ impl Engine {
             Err(EngineError::ApprovalNotFound(_)) => return Ok(()),
             Err(error) => return Err(error),
         };
-        let claim = self.inner.claim(&slot).await?;
-        let reminded = self.remind_claimed(&slot, uuid).await;
-        claim.release().await;
-        reminded
+        self.inner
+            .claimed(&slot, || self.remind_claimed(&slot, uuid))
+            .await
     }
 
     async fn remind_claimed(&self, slot: &Arc<Slot>, uuid: Uuid) -> Result<(), EngineError> {

@@ -496,10 +496,9 @@ impl Engine {
         // A turn of its own: a caller that goes away never leaves it
         // halfway (nor a claim behind).
         self.spawn_turn(async move {
-            let claim = inner.claim(&slot).await?;
-            let revoked = revoke_claimed(&inner, &slot, &ctx, &tool).await;
-            claim.release().await;
-            revoked
+            inner
+                .claimed(&slot, || revoke_claimed(&inner, &slot, &ctx, &tool))
+                .await
         })
         .await
     }
@@ -517,10 +516,9 @@ impl Engine {
         let slot = self.inner.slot(id).await?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
         self.spawn_turn(async move {
-            let claim = inner.claim(&slot).await?;
-            let outcome = cancel_turn(&inner, &slot, &ctx, reason).await;
-            claim.release().await;
-            outcome
+            inner
+                .claimed(&slot, || cancel_turn(&inner, &slot, &ctx, reason))
+                .await
         })
         .await
     }
@@ -665,10 +663,9 @@ async fn send_turn(
     ctx: RequestContext,
     text: String,
 ) -> Result<TurnOutcome, EngineError> {
-    let claim = inner.claim(&slot).await?;
-    let outcome = send_claimed(&inner, &slot, &ctx, text).await;
-    claim.release().await;
-    outcome
+    inner
+        .claimed(&slot, || send_claimed(&inner, &slot, &ctx, text))
+        .await
 }
 
 async fn send_claimed(
@@ -767,10 +764,9 @@ async fn decision_turn(
     ctx: RequestContext,
     request: DecisionRequest,
 ) -> Result<TurnOutcome, EngineError> {
-    let claim = inner.claim(&slot).await?;
-    let outcome = decide_claimed(&inner, &slot, &ctx, request).await;
-    claim.release().await;
-    outcome
+    inner
+        .claimed(&slot, || decide_claimed(&inner, &slot, &ctx, request))
+        .await
 }
 
 async fn decide_claimed(

@@ -124,10 +124,9 @@ async fn settle_remote(
     pending: asg_shared::PendingApproval,
     verdict: Verdict,
 ) -> Result<(), EngineError> {
-    let claim = inner.claim(&slot).await?;
-    let settled = settle_claimed(&inner, &slot, pending, verdict).await;
-    claim.release().await;
-    settled
+    inner
+        .claimed(&slot, || settle_claimed(&inner, &slot, pending, verdict))
+        .await
 }
 
 async fn settle_claimed(

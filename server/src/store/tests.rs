@@ -136,15 +136,7 @@ async fn an_unreadable_record_is_set_aside_and_counted_not_fatal() {
                 std::fs::write(path, "{not json").unwrap();
             }
             Backend::Postgres(db) => {
-                let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
-                sqlx::query(
-                    "INSERT INTO conversations (id, status, created_at, updated_at, doc) \
-                     VALUES ($1, 'active', now(), now(), '{\"id\": 1}')",
-                )
-                .bind(bad)
-                .execute(&mut c)
-                .await
-                .unwrap();
+                insert_unreadable(&db.url, bad).await;
             }
         }
         drop(store);
@@ -199,6 +191,19 @@ fn texts(page: &super::ListPage) -> Vec<String> {
         .iter()
         .map(|c| c.messages[0].content.clone())
         .collect()
+}
+
+/// A row whose document is not a conversation.
+async fn insert_unreadable(url: &str, id: Uuid) {
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO conversations (id, status, created_at, updated_at, doc) \
+         VALUES ($1, 'active', now(), now(), '{\"id\": 1}')",
+    )
+    .bind(id)
+    .execute(&mut c)
+    .await
+    .unwrap();
 }
 
 /// Claims, saves and releases, as a turn does (the JSON files need no
@@ -388,15 +393,8 @@ async fn a_row_that_cannot_be_read_is_never_claimed() {
     let db = TestDb::create().await;
     let store = pg(&db).await;
     let id = Uuid::new_v4();
+    insert_unreadable(&db.url, id).await;
     let mut admin = sqlx::PgConnection::connect(&db.url).await.unwrap();
-    sqlx::query(
-        "INSERT INTO conversations (id, status, created_at, updated_at, doc) \
-         VALUES ($1, 'active', now(), now(), '{\"id\": 1}')",
-    )
-    .bind(id)
-    .execute(&mut admin)
-    .await
-    .unwrap();
     let refused = blocking(&store, move |s| s.claim(id)).await.unwrap_err();
     assert!(refused.to_string().contains("cannot read"), "{refused}");
     // Not left claimed: no lease on the row.
