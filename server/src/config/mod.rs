@@ -177,8 +177,11 @@ impl StoreConfig {
     }
 }
 
+/// Pooled connections per agent process. Each replica also holds one
+/// for lease renewals and one for change notifications: three replicas
+/// take 36 of PostgreSQL's default 100.
 fn default_max_connections() -> u32 {
-    20
+    10
 }
 
 /// One A2A sub-agent.

@@ -116,11 +116,10 @@ async fn run(pool: PgPool, mut saves: mpsc::UnboundedReceiver<Save>) {
 const LOST: &str =
     "not saved: this agent process no longer holds the conversation (another replica took it over)";
 
-/// Upserts the batch in one statement: the ids that were saved (a row
-/// whose lease token is no longer the saver's is not).
-async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String> {
-    // One row per conversation (a statement cannot update a row twice):
-    // the last save of each wins, as it would one after the other.
+/// One row per conversation (a statement cannot update a row twice): the
+/// last save of each wins, as it would one after the other; in id order,
+/// the order lease renewals lock rows in (no deadlock between the two).
+fn one_per_conversation(batch: Vec<Row>) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::with_capacity(batch.len());
     for row in batch {
         match rows.iter().position(|r| r.id == row.id) {
@@ -128,8 +127,14 @@ async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String>
             None => rows.push(row),
         }
     }
-    // Rows locked in id order, as lease renewals lock them.
     rows.sort_by_key(|r| r.id);
+    rows
+}
+
+/// Upserts the batch in one statement: the ids that were saved (a row
+/// whose lease token is no longer the saver's is not).
+async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String> {
+    let rows = one_per_conversation(batch);
     let (approvals, owners): (Vec<Uuid>, Vec<Uuid>) = rows
         .iter()
         .flat_map(|r| r.approvals.iter().map(|a| (*a, r.id)))
