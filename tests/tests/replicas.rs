@@ -263,7 +263,7 @@ async fn a_rolling_restart_of_every_replica_keeps_a_hundred_waiting_approvals() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_change_is_one_webhook_whichever_replicas_follow_it() {
+async fn a_change_is_one_webhook_and_reaches_every_replicas_inbox() {
     use asg_tests::fake_http::{FakeHttp, Reply};
     let fake = FakeHttp::start(vec![Reply::status(204, "")]).await;
     let hooks = format!(
@@ -274,6 +274,10 @@ async fn a_change_is_one_webhook_whichever_replicas_follow_it() {
     let db = TestDb::create().await;
     let env = [("ASG_WEBHOOK_SECRET", "webhook-secret-0123456789")];
     let agents = join_all((0..3).map(|_| Agent::start(&config, on(&db, &env)))).await;
+    // An operator's inbox on a replica that neither raises nor decides.
+    let (_, inbox) = EventStream::open(&format!("{}/events", agents[1].url), &[]).await;
+    let mut inbox = inbox.unwrap();
+    inbox.next_of("pending").await;
     let (_, answer) = agents[0].say_new("add resource rep-5 with value 5").await;
     let (id, uuid) = (conversation_id(&answer), approval_uuid(&answer));
     // The two other replicas follow the conversation (an open stream).
@@ -283,8 +287,14 @@ async fn a_change_is_one_webhook_whichever_replicas_follow_it() {
         let (_, events) = EventStream::open(&url, &[]).await;
         streams.push(events.unwrap());
     }
+    let requested = inbox.next_of("approval_requested").await;
+    assert_eq!(requested["approval"]["uuid"], json!(uuid), "{requested}");
+    assert_eq!(requested["approval"]["tool_name"], "resources_add");
     let (status, _) = agents[2].decide(&uuid, json!({"approved": true})).await;
     assert_eq!(status, 200);
+    let resolved = inbox.next_of("approval_resolved").await;
+    assert_eq!(resolved["uuid"], json!(uuid), "{resolved}");
+    assert_eq!(resolved["decision"]["approved"], true, "{resolved}");
     for events in &mut streams {
         events.next_of("approval_resolved").await;
     }

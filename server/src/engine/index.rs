@@ -30,7 +30,7 @@ pub(crate) struct Slot {
     /// stored conversation.
     events: OnceLock<broadcast::Sender<ConversationEvent>>,
     /// The operator inbox, shared by every slot.
-    inbox: broadcast::Sender<InboxEvent>,
+    inbox: Inbox,
     /// Open event streams of this conversation.
     subscribers: Arc<AtomicUsize>,
     /// A follow of another replica's change is pending.
@@ -38,7 +38,7 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    fn new(conversation: Conversation, inbox: broadcast::Sender<InboxEvent>) -> Slot {
+    fn new(conversation: Conversation, inbox: Inbox) -> Slot {
         Slot {
             turn: Arc::default(),
             snapshot: RwLock::new(Arc::new(conversation)),
@@ -163,9 +163,9 @@ impl Slot {
             std::mem::replace(&mut *guard, conversation.clone())
         };
         let changes = changes(&previous, &conversation);
-        if inbox && self.inbox.receiver_count() > 0 {
+        if inbox && self.inbox.is_followed() {
             for change in &changes {
-                let _ = self.inbox.send(change.for_inbox(conversation.id));
+                self.inbox.send_local(change.for_inbox(conversation.id));
             }
         }
         if self.events.get().is_none_or(|e| e.receiver_count() == 0) {
@@ -247,6 +247,35 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
     changes
 }
 
+/// The operator inbox: what this process changes (for its webhooks, and
+/// sent on to the other replicas) and, for client streams, that plus what
+/// the other replicas report.
+#[derive(Clone)]
+pub(crate) struct Inbox {
+    local: broadcast::Sender<InboxEvent>,
+    clients: broadcast::Sender<InboxEvent>,
+}
+
+impl Inbox {
+    fn new() -> Inbox {
+        Inbox {
+            local: broadcast::channel(INBOX_CAPACITY).0,
+            clients: broadcast::channel(INBOX_CAPACITY).0,
+        }
+    }
+
+    /// Whether anybody listens.
+    fn is_followed(&self) -> bool {
+        self.local.receiver_count() > 0 || self.clients.receiver_count() > 0
+    }
+
+    /// A change made here: to everybody.
+    fn send_local(&self, event: InboxEvent) {
+        let _ = self.clients.send(event.clone());
+        let _ = self.local.send(event);
+    }
+}
+
 /// Conversations by id, approvals by uuid, and the operator inbox.
 ///
 /// With the JSON store it holds every conversation. Over a shared store
@@ -256,7 +285,7 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
 pub(crate) struct ConversationIndex {
     conversations: RwLock<HashMap<Uuid, Arc<Slot>>>,
     approvals: RwLock<HashMap<Uuid, Uuid>>,
-    inbox: broadcast::Sender<InboxEvent>,
+    inbox: Inbox,
     /// A cache over a shared store (no approval map).
     cache: bool,
 }
@@ -282,7 +311,7 @@ impl ConversationIndex {
         ConversationIndex {
             conversations: RwLock::default(),
             approvals: RwLock::default(),
-            inbox: broadcast::channel(INBOX_CAPACITY).0,
+            inbox: Inbox::new(),
             cache,
         }
     }
@@ -320,14 +349,32 @@ impl ConversationIndex {
         write(&self.conversations).insert(id, Arc::new(slot));
     }
 
-    /// The operator inbox from now on.
+    /// The operator inbox from now on, for a client stream: every
+    /// replica's changes.
     pub(crate) fn subscribe_inbox(&self) -> broadcast::Receiver<InboxEvent> {
-        self.inbox.subscribe()
+        self.inbox.clients.subscribe()
+    }
+
+    /// The changes this process makes, from now on (its webhooks, and
+    /// what it reports to the other replicas).
+    pub(crate) fn subscribe_local_inbox(&self) -> broadcast::Receiver<InboxEvent> {
+        self.inbox.local.subscribe()
     }
 
     /// Sends an event to the operator inbox (none listening is fine).
     pub(crate) fn notify_inbox(&self, event: InboxEvent) {
-        let _ = self.inbox.send(event);
+        self.inbox.send_local(event);
+    }
+
+    /// Whether a client stream follows the inbox here.
+    pub(crate) fn inbox_has_clients(&self) -> bool {
+        self.inbox.clients.receiver_count() > 0
+    }
+
+    /// An event another replica reported: to the client streams only
+    /// (that replica's webhooks sent it).
+    pub(crate) fn notify_remote(&self, event: InboxEvent) {
+        let _ = self.inbox.clients.send(event);
     }
 
     /// Every slot (no order).

@@ -388,10 +388,11 @@ impl Engine {
         ))
     }
 
-    /// The operator inbox for the agent's own notifiers (webhooks): not
-    /// counted among the client streams, never refused.
+    /// The changes this process makes, for the agent's own notifiers
+    /// (webhooks: each change is sent once, by the replica that made it):
+    /// not counted among the client streams, never refused.
     pub fn inbox_receiver(&self) -> tokio::sync::broadcast::Receiver<InboxEvent> {
-        self.inner.index.subscribe_inbox()
+        self.inner.index.subscribe_local_inbox()
     }
 
     /// A conversation's live events for the agent's own notifiers (A2A

@@ -7,6 +7,10 @@
 //!   with an open event stream on that conversation reads the new version
 //!   and publishes it (its messages, approvals and status, and the turn's
 //!   start and end), so a stream on replica 2 follows a turn on replica 1.
+//! - The operator inbox: a change made here goes to this replica's
+//!   webhooks and inbox streams, and as a short note (`NOTIFY`) to the
+//!   other replicas, whose inbox streams read it back from the store (their
+//!   webhooks do not send it again).
 //! - Abandoned turns: a lease that outlived its holder (no renewal for
 //!   `store::LEASE_TTL`) is taken over every [`SWEEP`] by some replica,
 //!   which records the turn as interrupted: an approved call that was
@@ -15,7 +19,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use asg_shared::Conversation;
+use asg_shared::events::InboxEvent;
 use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use super::claim::blocking;
@@ -28,12 +36,30 @@ const SWEEP: Duration = Duration::from_secs(2);
 impl Engine {
     /// Starts following other replicas' changes and the sweep.
     pub(crate) fn start_replica_tasks(&self) {
-        let inner = Arc::downgrade(&self.inner);
-        self.inner.store.watch(Arc::new(move |id| {
-            if let Some(inner) = inner.upgrade() {
-                inner.follow_change(id);
+        let (changes, notes) = (Arc::downgrade(&self.inner), Arc::downgrade(&self.inner));
+        self.inner.store.watch(
+            Arc::new(move |id| {
+                if let Some(inner) = changes.upgrade() {
+                    inner.follow_change(id);
+                }
+            }),
+            Arc::new(move |note| {
+                if let Some(inner) = notes.upgrade() {
+                    inner.hear(note);
+                }
+            }),
+        );
+        let mut local = self.inner.index.subscribe_local_inbox();
+        let inner = self.inner.clone();
+        self.inner.expiry.spawn_background(async move {
+            loop {
+                match local.recv().await {
+                    Ok(event) => inner.tell_others(&event),
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
             }
-        }));
+        });
         let engine = self.clone();
         self.inner.expiry.spawn_background(async move {
             loop {
@@ -71,7 +97,123 @@ impl Engine {
     }
 }
 
+/// An operator inbox event told to the other replicas: what it is
+/// about; they read the rest from the store (a note stays short).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Note {
+    kind: NoteKind,
+    conversation: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approval: Option<Uuid>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+enum NoteKind {
+    Requested,
+    Reminder,
+    Resolved,
+    Status,
+}
+
+impl Note {
+    /// The note of `event` (none for a `pending` list: each stream
+    /// makes its own).
+    fn of(event: &InboxEvent) -> Option<Note> {
+        let (kind, conversation, approval) = match event {
+            InboxEvent::Pending { .. } => return None,
+            InboxEvent::ApprovalRequested { approval } => (
+                NoteKind::Requested,
+                approval.conversation_id,
+                Some(approval.uuid),
+            ),
+            InboxEvent::ApprovalReminder { approval } => (
+                NoteKind::Reminder,
+                approval.conversation_id,
+                Some(approval.uuid),
+            ),
+            InboxEvent::ApprovalResolved {
+                uuid,
+                conversation_id,
+                ..
+            } => (NoteKind::Resolved, *conversation_id, Some(*uuid)),
+            InboxEvent::Status {
+                conversation_id, ..
+            } => (NoteKind::Status, *conversation_id, None),
+        };
+        Some(Note {
+            kind,
+            conversation,
+            approval,
+        })
+    }
+
+    /// The event again, from the stored conversation (`None` when it no
+    /// longer holds what the note is about).
+    fn event(&self, conversation: &Conversation) -> Option<InboxEvent> {
+        let pending = || conversation.pending_by_uuid(self.approval?).cloned();
+        Some(match self.kind {
+            NoteKind::Requested => InboxEvent::ApprovalRequested {
+                approval: pending()?,
+            },
+            NoteKind::Reminder => InboxEvent::ApprovalReminder {
+                approval: pending()?,
+            },
+            NoteKind::Resolved => {
+                let uuid = self.approval?;
+                let decision = conversation
+                    .decisions
+                    .iter()
+                    .rev()
+                    .find(|d| d.approval_uuid == uuid)
+                    .map(|d| Box::new(d.clone()));
+                InboxEvent::ApprovalResolved {
+                    uuid,
+                    conversation_id: conversation.id,
+                    decision,
+                }
+            }
+            NoteKind::Status => InboxEvent::Status {
+                conversation_id: conversation.id,
+                status: conversation.status,
+            },
+        })
+    }
+}
+
 impl Inner {
+    /// Tells the other replicas of a change made here (their inbox
+    /// streams show it; their webhooks do not send it again).
+    fn tell_others(&self, event: &InboxEvent) {
+        if let Some(note) = Note::of(event)
+            && let Ok(text) = serde_json::to_string(&note)
+        {
+            self.store.announce(&text);
+        }
+    }
+
+    /// Another replica's note: to the inbox streams here, if any.
+    fn hear(self: Arc<Self>, text: &str) {
+        if !self.index.inbox_has_clients() {
+            return;
+        }
+        let Ok(note) = serde_json::from_str::<Note>(text) else {
+            tracing::debug!(
+                note = text,
+                "a note from another replica that this version cannot read"
+            );
+            return;
+        };
+        tokio::spawn(async move {
+            let id = note.conversation;
+            if let Ok(Ok(Some(stored))) = blocking(&self.store, move |s| s.load(id)).await
+                && let Some(event) = note.event(&stored)
+            {
+                self.index.notify_remote(event);
+            }
+        });
+    }
+
     /// Another replica (or this one) saved conversation `id`: a slot
     /// followed here publishes the new version.
     pub(crate) fn follow_change(self: Arc<Self>, id: Uuid) {
@@ -110,5 +252,64 @@ impl Inner {
         }
         claim.release().await;
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use asg_shared::{ApprovalDecision, ConversationStatus};
+
+    use super::*;
+
+    fn waiting(uuid: Uuid) -> Conversation {
+        serde_json::from_value(serde_json::json!({
+            "id": Uuid::from_u128(7), "session_id": "abcd1234", "status": "waiting_approval",
+            "messages": [], "created_at": Utc::now(), "updated_at": Utc::now(),
+            "pending_approvals": [{"uuid": uuid, "conversation_id": Uuid::from_u128(7),
+                "tool_name": "resources_add", "tool_args": {"name": "a", "value": 1},
+                "description": "", "created_at": Utc::now(), "call_id": "c1"}]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_note_is_short_and_the_event_is_read_back_from_the_store() {
+        let uuid = Uuid::from_u128(9);
+        let stored = waiting(uuid);
+        let requested = InboxEvent::ApprovalRequested {
+            approval: stored.pending()[0].clone(),
+        };
+        let note = Note::of(&requested).unwrap();
+        let text = serde_json::to_string(&note).unwrap();
+        assert!(!text.contains("tool_args"), "{text}");
+        let heard: Note = serde_json::from_str(&text).unwrap();
+        assert_eq!(heard.event(&stored), Some(requested));
+        // Decided meanwhile: a request no longer pending is not repeated,
+        // and the decision is read from the conversation.
+        let mut decided = stored.clone();
+        decided.set_pending(Vec::new());
+        decided.status = ConversationStatus::Active;
+        let decision: ApprovalDecision = serde_json::from_value(serde_json::json!({
+            "approval_uuid": uuid, "tool_name": "resources_add", "approved": true, "decided_at": Utc::now(),
+            "decided_by": {"subject": "ops"}
+        }))
+        .unwrap();
+        decided.decisions.push(decision.clone());
+        assert_eq!(heard.event(&decided), None);
+        let resolved = InboxEvent::ApprovalResolved {
+            uuid,
+            conversation_id: decided.id,
+            decision: None,
+        };
+        let back = Note::of(&resolved).unwrap().event(&decided);
+        assert_eq!(
+            back,
+            Some(InboxEvent::ApprovalResolved {
+                uuid,
+                conversation_id: decided.id,
+                decision: Some(Box::new(decision)),
+            })
+        );
+        assert_eq!(Note::of(&InboxEvent::Pending { approvals: vec![] }), None);
     }
 }

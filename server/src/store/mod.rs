@@ -129,9 +129,17 @@ pub trait Store: Send + Sync + 'static {
     fn abandoned(&self) -> Result<Vec<Uuid>, StoreError> {
         Ok(Vec::new())
     }
-    /// Calls `on_change` with the id of every conversation another
-    /// process saves, from now on.
-    fn watch(&self, _on_change: Arc<dyn Fn(Uuid) + Send + Sync>) {}
+    /// Tells the other processes a short note (best effort; they get it
+    /// through [`Store::watch`]).
+    fn announce(&self, _note: &str) {}
+    /// From now on, calls `on_change` with the id of every conversation
+    /// saved, and `on_note` with every note another process announced.
+    fn watch(
+        &self,
+        _on_change: Arc<dyn Fn(Uuid) + Send + Sync>,
+        _on_note: Arc<dyn Fn(&str) + Send + Sync>,
+    ) {
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,11 @@ use asg_shared::rest::StatusSummary;
 
 /// The channel every commit notifies, with the conversation id.
 pub const CHANGES: &str = "asg_conversations";
+/// The channel of the replicas' notes ([`Store::announce`]): the
+/// announcing process's id, a space, the note.
+pub const NOTES: &str = "asg_notes";
+/// The longest note sent (PostgreSQL takes up to 8000 bytes).
+const MAX_NOTE: usize = 7000;
 /// How long a connection may take before the store says it is down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a health ping may take before the database counts as down.
@@ -59,6 +64,8 @@ pub struct PgStore {
     up: Arc<AtomicBool>,
     leases: Arc<Leases>,
     quarantined: AtomicUsize,
+    /// This process, in its notes (it skips its own).
+    me: Uuid,
 }
 
 /// The database part of a URL, without user, password or query (for
@@ -129,6 +136,7 @@ impl PgStore {
             up,
             leases,
             quarantined: Default::default(),
+            me: Uuid::new_v4(),
         })
     }
 
@@ -373,25 +381,76 @@ impl Store for PgStore {
         self.block(Leases::expired(&self.pool))
     }
 
-    fn watch(&self, on_change: Arc<dyn Fn(Uuid) + Send + Sync>) {
-        let url = self.url.clone();
-        tokio::spawn(listen(url, on_change));
+    fn announce(&self, note: &str) {
+        if note.len() > MAX_NOTE {
+            tracing::warn!(
+                bytes = note.len(),
+                "a note to the other replicas is too long; not sent"
+            );
+            return;
+        }
+        let (pool, payload) = (self.pool.clone(), format!("{} {note}", self.me));
+        self.handle.spawn(async move {
+            let sent = limited(
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(NOTES)
+                    .bind(payload)
+                    .execute(&pool),
+            )
+            .await;
+            if let Err(error) = sent {
+                tracing::debug!(%error, "cannot send a note to the other replicas");
+            }
+        });
+    }
+
+    fn watch(
+        &self,
+        on_change: Arc<dyn Fn(Uuid) + Send + Sync>,
+        on_note: Arc<dyn Fn(&str) + Send + Sync>,
+    ) {
+        let heard = Heard {
+            me: self.me.to_string(),
+            on_change,
+            on_note,
+        };
+        self.handle.spawn(listen(self.url.clone(), heard));
     }
 }
 
-/// Follows [`CHANGES`] for the process's lifetime, reconnecting after a
+/// Who hears what [`listen`] receives.
+struct Heard {
+    me: String,
+    on_change: Arc<dyn Fn(Uuid) + Send + Sync>,
+    on_note: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Heard {
+    fn tell(&self, channel: &str, payload: &str) {
+        if channel == CHANGES {
+            if let Ok(id) = payload.parse::<Uuid>() {
+                (self.on_change)(id);
+            }
+            return;
+        }
+        match payload.split_once(' ') {
+            Some((from, note)) if from != self.me => (self.on_note)(note),
+            _ => {} // our own, or not a note
+        }
+    }
+}
+
+/// Follows [`CHANGES`] and [`NOTES`] for the process's lifetime, reconnecting after a
 /// lost connection (changes made meanwhile are not replayed: event
 /// streams are live only).
-async fn listen(url: String, on_change: Arc<dyn Fn(Uuid) + Send + Sync>) {
+async fn listen(url: String, heard: Heard) {
     loop {
         let listener = async {
             let mut listener = PgListener::connect(&url).await?;
-            listener.listen(CHANGES).await?;
+            listener.listen_all([CHANGES, NOTES]).await?;
             loop {
                 let notification = listener.recv().await?;
-                if let Ok(id) = notification.payload().parse::<Uuid>() {
-                    on_change(id);
-                }
+                heard.tell(notification.channel(), notification.payload());
             }
             #[allow(unreachable_code)]
             Ok::<(), sqlx::Error>(())
