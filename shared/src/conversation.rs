@@ -461,6 +461,14 @@ impl Conversation {
         )
     }
 
+    /// The last decision on approval `uuid`.
+    pub fn decision_for(&self, uuid: Uuid) -> Option<&ApprovalDecision> {
+        self.decisions
+            .iter()
+            .rev()
+            .find(|d| d.approval_uuid == uuid)
+    }
+
     /// The waited-for approval `uuid`.
     pub fn pending_by_uuid(&self, uuid: Uuid) -> Option<&PendingApproval> {
         self.pending().iter().find(|p| p.uuid == uuid)

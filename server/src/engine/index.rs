@@ -228,12 +228,7 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
         if is_pending(uuid) {
             continue;
         }
-        let decision = current
-            .decisions
-            .iter()
-            .rev()
-            .find(|d| d.approval_uuid == uuid)
-            .map(|d| Box::new(d.clone()));
+        let decision = current.decision_for(uuid).cloned().map(Box::new);
         changes.push(Change::Resolved(uuid, decision));
     }
     for pending in current.pending() {

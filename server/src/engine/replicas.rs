@@ -161,12 +161,7 @@ impl Note {
             },
             NoteKind::Resolved => {
                 let uuid = self.approval?;
-                let decision = conversation
-                    .decisions
-                    .iter()
-                    .rev()
-                    .find(|d| d.approval_uuid == uuid)
-                    .map(|d| Box::new(d.clone()));
+                let decision = conversation.decision_for(uuid).cloned().map(Box::new);
                 InboxEvent::ApprovalResolved {
                     uuid,
                     conversation_id: conversation.id,

@@ -206,6 +206,15 @@ async fn insert_unreadable(url: &str, id: Uuid) {
     .unwrap();
 }
 
+/// Claims and saves, keeping the claim (as a turn still running).
+fn claim_and_save(store: &dyn Store, conversation: &Conversation) {
+    assert!(matches!(
+        store.claim(conversation.id).unwrap(),
+        Claim::Taken(_)
+    ));
+    store.save(conversation).unwrap();
+}
+
 /// Claims, saves and releases, as a turn does (the JSON files need no
 /// claim).
 fn save(store: &dyn Store, conversation: &Conversation) -> Result<(), super::StoreError> {
@@ -230,11 +239,7 @@ async fn one_replica_at_a_time_changes_a_conversation() {
     let mut conversation = conversation(1, "shared");
     let id = conversation.id;
     let first = conversation.clone();
-    blocking(&one, move |s| {
-        s.claim(first.id).unwrap();
-        s.save(&first).unwrap()
-    })
-    .await;
+    blocking(&one, move |s| claim_and_save(s, &first)).await;
     // Held by `one`: `two` is told it is busy, and sees it claimed.
     assert!(matches!(
         blocking(&two, move |s| s.claim(id)).await.unwrap(),
@@ -266,11 +271,7 @@ async fn a_claim_outliving_its_replica_is_taken_over_and_fences_the_old_holder()
     let conversation = conversation(1, "abandoned");
     let id = conversation.id;
     let first = conversation.clone();
-    blocking(&one, move |s| {
-        s.claim(first.id).unwrap();
-        s.save(&first).unwrap()
-    })
-    .await;
+    blocking(&one, move |s| claim_and_save(s, &first)).await;
     assert!(blocking(&two, |s| s.abandoned().unwrap()).await.is_empty());
     // As if `one` had stopped renewing long ago.
     let mut admin = sqlx::PgConnection::connect(&db.url).await.unwrap();
