@@ -586,7 +586,7 @@ impl Engine {
             return self.inner.list_stored(scope, status, page).await;
         }
         let mut summary = StatusSummary::default();
-        let listed: Vec<ConversationSummary> = self
+        let listed: Vec<Arc<Conversation>> = self
             .inner
             .index
             .snapshots()
@@ -594,11 +594,15 @@ impl Engine {
             .filter(|c| scope.admits(c.owner.as_deref(), c.had_approval()))
             .inspect(|c| summary.count(c.status))
             .filter(|c| status.is_none_or(|s| s == c.status))
-            .map(|c| summarize(&c))
             .collect();
-        let (conversations, next_cursor) = page.take(listed, page::Order::Newest, summary_key);
+        let key = |c: &Arc<Conversation>| page::Key {
+            at: c.created_at,
+            id: c.id,
+        };
+        // Only the page is summarized.
+        let (listed, next_cursor) = page.take(listed, page::Order::Newest, key);
         Ok(ConversationList {
-            conversations,
+            conversations: listed.iter().map(|c| summarize(c)).collect(),
             summary,
             next_cursor,
         })
@@ -888,14 +892,6 @@ fn check_message(text: &str) -> Result<(), EngineError> {
         )));
     }
     Ok(())
-}
-
-/// The listing order of a summary (newest first).
-fn summary_key(summary: &ConversationSummary) -> page::Key {
-    page::Key {
-        at: summary.created_at,
-        id: summary.id,
-    }
 }
 
 fn summarize(conversation: &Conversation) -> ConversationSummary {
