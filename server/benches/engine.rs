@@ -8,9 +8,10 @@
 //! json` to include the durable writes (excluded by default, as the
 //! target says).
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_server::context::RequestContext;
@@ -18,9 +19,10 @@ use agent_server::engine::{AgentTree, Engine, EngineParts, GroupNode, LlmNode, N
 use agent_server::llm::scripted::ScriptedModel;
 use agent_server::llm::{LlmClient, LlmError, LlmRequest, LlmResponse};
 use agent_server::mcp::ToolRegistry;
-use agent_server::store::{JsonFileStore, Store, StoreError};
+use agent_server::store::{Claim, JsonFileStore, ListPage, ListQuery, Store, StoreError};
 use asg_shared::Conversation;
 use async_trait::async_trait;
+use uuid::Uuid;
 
 const RULES: &str = r#"
 rules:
@@ -52,15 +54,44 @@ impl LlmClient for Timed {
     }
 }
 
-/// Keeps nothing: measures the engine without the durable write.
-struct NullStore;
+/// Keeps the conversations in memory: measures the engine without the
+/// durable write.
+#[derive(Default)]
+struct MemoryStore(Mutex<HashMap<Uuid, Conversation>>);
 
-impl Store for NullStore {
+impl MemoryStore {
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Conversation>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Store for MemoryStore {
     fn load_all(&self) -> Result<Vec<Conversation>, StoreError> {
+        Ok(self.kept().values().cloned().collect())
+    }
+    fn save(&self, conversation: &Conversation) -> Result<(), StoreError> {
+        self.kept().insert(conversation.id, conversation.clone());
+        Ok(())
+    }
+    fn load(&self, id: Uuid) -> Result<Option<Conversation>, StoreError> {
+        Ok(self.kept().get(&id).cloned())
+    }
+    fn conversation_of_approval(&self, _: Uuid) -> Result<Option<Uuid>, StoreError> {
+        Ok(None)
+    }
+    fn waiting(&self) -> Result<Vec<Conversation>, StoreError> {
         Ok(Vec::new())
     }
-    fn save(&self, _: &Conversation) -> Result<(), StoreError> {
-        Ok(())
+    fn list_page(&self, _: &ListQuery) -> Result<ListPage, StoreError> {
+        Ok(ListPage::default())
+    }
+    fn claim(&self, id: Uuid) -> Result<Claim, StoreError> {
+        Ok(Claim::Taken(self.load(id)?.map(Box::new)))
+    }
+    fn abandoned(&self) -> Result<Vec<Uuid>, StoreError> {
+        Ok(Vec::new())
     }
 }
 
@@ -129,7 +160,7 @@ async fn start_engine(tree: AgentTree, json_store: bool, dir: &Path) -> Engine {
     let store: Arc<dyn Store> = if json_store {
         Arc::new(JsonFileStore::open(dir).expect("store"))
     } else {
-        Arc::new(NullStore)
+        Arc::new(MemoryStore::default())
     };
     Engine::start(EngineParts {
         tree,

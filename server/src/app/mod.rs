@@ -147,6 +147,7 @@ impl App {
             .await;
         let notifier = self.notifier.clone();
         let engine = self.engine.clone();
+        let closing = self.engine.clone();
         let deadline = std::time::Duration::from_secs(self.config.shutdown_timeout_secs);
         let result = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
@@ -162,6 +163,7 @@ impl App {
                 let _ = stopping.send(true);
             })
             .await;
+        closing.close_store().await;
         tracing::info!("shutting down tool servers");
         self.tools.shutdown().await;
         result

@@ -1,14 +1,16 @@
-//! Claiming a conversation before changing it, and reading through a
-//! shared store.
+//! Claiming a conversation before changing it, and reading through the
+//! store.
 //!
-//! In one process a conversation's slot lock is enough. With a shared
-//! store (PostgreSQL, several replicas) the engine also claims the
-//! conversation in the store ([`Store::claim`]: a lease renewed while the
-//! turn runs) and starts from the stored version, so one turn at a time
-//! runs per conversation across every replica and none starts from a
-//! stale copy. A claim held by another replica is waited for up to
-//! [`CLAIM_WAIT`] (a decision racing a turn elsewhere then sees its
-//! outcome, as it would locally), then refused as busy.
+//! The engine holds no conversation it does not use: it reads them from
+//! the store and caches the ones in use (their slots). A change takes the
+//! slot's lock, claims the conversation in the store ([`Store::claim`])
+//! and starts from the stored version, so it never starts from a stale
+//! cached copy. With a shared store (PostgreSQL, several replicas) the
+//! claim is a lease renewed while the turn runs, so one turn at a time
+//! runs per conversation across every replica. A claim held by another
+//! replica is waited for up to [`CLAIM_WAIT`] (a decision racing a turn
+//! elsewhere then sees its outcome, as it would locally), then refused as
+//! busy.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,24 +105,23 @@ impl Inner {
         self.store.is_shared()
     }
 
-    /// Claims the conversation of `slot`; with a shared store its slot
-    /// then holds the stored version.
+    /// Claims the conversation of `slot`; its slot then holds the stored
+    /// version.
     pub(crate) async fn claim(&self, slot: &Arc<Slot>) -> Result<Claimed, EngineError> {
         let guard = slot.lock_owned().await;
         let mut claimed = Claimed {
             guard: Some(guard),
             lease: None,
         };
-        if !self.shared() {
-            return Ok(claimed);
-        }
         let id = slot.snapshot().id;
         let started = tokio::time::Instant::now();
         let mut pause = FIRST_PAUSE;
         loop {
             match take(&self.store, id).await? {
                 Ok(Claim::Taken(stored)) => {
-                    claimed.lease = Some((self.store.clone(), id));
+                    if self.shared() {
+                        claimed.lease = Some((self.store.clone(), id));
+                    }
                     if let Some(stored) = stored {
                         slot.refresh(Arc::new(*stored), false);
                     }
@@ -151,27 +152,30 @@ impl Inner {
         outcome
     }
 
-    /// The conversation's slot: cached, or (shared store) read from the
-    /// store and cached.
+    /// The conversation's slot: cached, or read from the store and cached.
     pub(crate) async fn slot(&self, id: Uuid) -> Result<Arc<Slot>, EngineError> {
-        if let Some(slot) = self.index.get(id) {
-            return Ok(slot);
+        loop {
+            if let Some(slot) = self.index.get(id) {
+                return Ok(slot);
+            }
+            let stamp = self.index.evictions();
+            let stored = blocking(&self.store, move |s| s.load(id))
+                .await?
+                .map_err(store_error)?
+                .ok_or(EngineError::ConversationNotFound(id))?;
+            if let Some(slot) = self.index.cache(stored, stamp) {
+                return Ok(slot);
+            }
         }
-        if !self.shared() {
-            return Err(EngineError::ConversationNotFound(id));
-        }
-        let stored = blocking(&self.store, move |s| s.load(id))
-            .await?
-            .map_err(store_error)?
-            .ok_or(EngineError::ConversationNotFound(id))?;
-        Ok(self.index.cache(stored))
     }
 
-    /// The current version of a conversation (a shared store is read:
-    /// another replica may have changed it).
+    /// The current version of a conversation: the cached one in one
+    /// process, else the stored one (another replica may have changed it).
     pub(crate) async fn current(&self, id: Uuid) -> Result<Option<Arc<Conversation>>, EngineError> {
-        if !self.shared() {
-            return Ok(self.index.get(id).map(|slot| slot.snapshot()));
+        if !self.shared()
+            && let Some(slot) = self.index.get(id)
+        {
+            return Ok(Some(slot.snapshot()));
         }
         let stored = blocking(&self.store, move |s| s.load(id))
             .await?
@@ -184,9 +188,6 @@ impl Inner {
         &self,
         uuid: Uuid,
     ) -> Result<Option<Uuid>, EngineError> {
-        if !self.shared() {
-            return Ok(self.index.conversation_of_approval(uuid));
-        }
         blocking(&self.store, move |s| s.conversation_of_approval(uuid))
             .await?
             .map_err(store_error)
@@ -206,17 +207,13 @@ impl Inner {
 
     /// Conversations waiting for approval.
     pub(crate) async fn waiting(&self) -> Result<Vec<Arc<Conversation>>, EngineError> {
-        if !self.shared() {
-            return Ok(self.index.snapshots());
-        }
         let stored = blocking(&self.store, |s| s.waiting())
             .await?
             .map_err(store_error)?;
         Ok(stored.into_iter().map(Arc::new).collect())
     }
 
-    /// [`super::Engine::list_for`] from a shared store: only the page is
-    /// read whole.
+    /// [`super::Engine::list_for`]: only the page is read whole.
     pub(crate) async fn list_stored(
         &self,
         scope: ReadScope,

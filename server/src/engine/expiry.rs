@@ -284,15 +284,19 @@ impl Engine {
 
     /// Acts on every approval due at `now`; how long to sleep then.
     async fn expiry_pass(&self, now: DateTime<Utc>) -> Duration {
-        let mut next = None;
         let mut work = Vec::new();
-        let approvals = match self.pending_approvals().await {
-            Ok(approvals) => approvals,
+        let read = super::claim::blocking(&self.inner.store, move |s| s.deadlines(now))
+            .await
+            .and_then(|read| read.map_err(|e| EngineError::Store(e.to_string())));
+        let deadlines = match read {
+            Ok(deadlines) => deadlines,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the pending approvals for their deadlines; retrying");
                 return RETRY;
             }
         };
+        let mut next = deadlines.next;
+        let approvals = deadlines.due.iter().flat_map(|c| c.pending().to_vec());
         for approval in approvals {
             match due(&approval, now) {
                 Due::Never => {}

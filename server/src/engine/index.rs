@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use asg_shared::Conversation;
@@ -251,14 +251,16 @@ pub(crate) struct Inbox {
     clients: broadcast::Sender<InboxEvent>,
 }
 
-impl Inbox {
-    fn new() -> Inbox {
+impl Default for Inbox {
+    fn default() -> Inbox {
         Inbox {
             local: broadcast::channel(INBOX_CAPACITY).0,
             clients: broadcast::channel(INBOX_CAPACITY).0,
         }
     }
+}
 
+impl Inbox {
     /// Whether anybody listens.
     fn is_followed(&self) -> bool {
         self.local.receiver_count() > 0 || self.clients.receiver_count() > 0
@@ -271,24 +273,18 @@ impl Inbox {
     }
 }
 
-/// Conversations by id, approvals by uuid, and the operator inbox.
+/// The conversations in use, by id, and the operator inbox.
 ///
-/// With the JSON store it holds every conversation. Over a shared store
-/// it is a cache: slots are added when used and dropped when idle
-/// ([`ConversationIndex::evict_idle`]), approvals are looked up in the
+/// A cache over the store: slots are added when used and dropped when idle
+/// ([`ConversationIndex::evict_idle`]); approvals are looked up in the
 /// store.
+#[derive(Default)]
 pub(crate) struct ConversationIndex {
     conversations: RwLock<HashMap<Uuid, Arc<Slot>>>,
-    approvals: RwLock<HashMap<Uuid, Uuid>>,
     inbox: Inbox,
-    /// A cache over a shared store (no approval map).
-    cache: bool,
-}
-
-impl Default for ConversationIndex {
-    fn default() -> Self {
-        ConversationIndex::new(false)
-    }
+    /// How many times slots were dropped (a conversation read before a
+    /// drop may be older than the dropped slot was).
+    evictions: AtomicU64,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -301,47 +297,40 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 }
 
 impl ConversationIndex {
-    /// An empty index; `cache` over a shared store.
-    pub(crate) fn new(cache: bool) -> ConversationIndex {
-        ConversationIndex {
-            conversations: RwLock::default(),
-            approvals: RwLock::default(),
-            inbox: Inbox::new(),
-            cache,
-        }
+    /// Stamp to pass to [`ConversationIndex::cache`] for a conversation
+    /// about to be read from the store.
+    pub(crate) fn evictions(&self) -> u64 {
+        self.evictions.load(Ordering::SeqCst)
     }
 
-    /// The slot of a conversation read from a shared store: the cached
-    /// one when there is one (it may be in use), else a new one.
-    pub(crate) fn cache(&self, conversation: Conversation) -> Arc<Slot> {
+    /// The slot of a conversation read from the store (after taking the
+    /// stamp `read_after`): the cached one when there is one (it may be in
+    /// use), else a new one. `None` when slots were dropped since the
+    /// read: a slot dropped meanwhile may have held a newer version, so
+    /// the caller reads again.
+    pub(crate) fn cache(&self, conversation: Conversation, read_after: u64) -> Option<Arc<Slot>> {
         let mut conversations = write(&self.conversations);
-        conversations
-            .entry(conversation.id)
-            .or_insert_with(|| Arc::new(Slot::new(conversation, self.inbox.clone())))
-            .clone()
+        if let Some(slot) = conversations.get(&conversation.id) {
+            return Some(slot.clone());
+        }
+        if self.evictions() != read_after {
+            return None;
+        }
+        let slot = Arc::new(Slot::new(conversation, self.inbox.clone()));
+        conversations.insert(slot.snapshot().id, slot.clone());
+        Some(slot)
     }
 
-    /// Drops the cached slots nothing uses (over a shared store only:
-    /// they are read again when needed). How many are left.
+    /// Drops the cached slots nothing uses (they are read again when
+    /// needed). How many are left.
     pub(crate) fn evict_idle(&self) -> usize {
         let mut conversations = write(&self.conversations);
-        if self.cache {
-            conversations.retain(|_, slot| slot.in_use());
+        let before = conversations.len();
+        conversations.retain(|_, slot| slot.in_use());
+        if conversations.len() != before {
+            self.evictions.fetch_add(1, Ordering::SeqCst);
         }
         conversations.len()
-    }
-
-    /// Adds a loaded conversation and every approval it ever had.
-    pub(crate) fn insert(&self, conversation: Conversation) {
-        let id = conversation.id;
-        {
-            let mut approvals = write(&self.approvals);
-            for uuid in conversation.approval_uuids() {
-                approvals.insert(uuid, id);
-            }
-        }
-        let slot = Slot::new(conversation, self.inbox.clone());
-        write(&self.conversations).insert(id, Arc::new(slot));
     }
 
     /// The operator inbox from now on, for a client stream: every
@@ -385,33 +374,8 @@ impl ConversationIndex {
         slot
     }
 
-    /// Records which conversation an approval belongs to (a shared
-    /// store records it itself).
-    pub(crate) fn add_approval(&self, uuid: Uuid, conversation: Uuid) {
-        if self.cache {
-            return;
-        }
-        write(&self.approvals).insert(uuid, conversation);
-    }
-
     pub(crate) fn get(&self, id: Uuid) -> Option<Arc<Slot>> {
         read(&self.conversations).get(&id).cloned()
-    }
-
-    pub(crate) fn conversation_of_approval(&self, uuid: Uuid) -> Option<Uuid> {
-        read(&self.approvals).get(&uuid).copied()
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        read(&self.conversations).len()
-    }
-
-    /// Snapshots of every conversation (no order).
-    pub(crate) fn snapshots(&self) -> Vec<Arc<Conversation>> {
-        read(&self.conversations)
-            .values()
-            .map(|slot| slot.snapshot())
-            .collect()
     }
 }
 
@@ -564,6 +528,28 @@ mod tests {
             changes(&after, &done).len(),
             3,
             "two resolved and the status"
+        );
+    }
+
+    #[test]
+    fn a_conversation_read_before_slots_were_dropped_is_read_again() {
+        let index = ConversationIndex::default();
+        let id = Uuid::new_v4();
+        drop(index.cache(conversation(id), index.evictions()).unwrap());
+        let read_before_the_drop = index.evictions();
+        assert_eq!(index.evict_idle(), 0, "an idle slot is dropped");
+        assert!(
+            index
+                .cache(conversation(id), read_before_the_drop)
+                .is_none(),
+            "the dropped slot may have been newer than this read"
+        );
+        let slot = index.cache(conversation(id), index.evictions()).unwrap();
+        assert_eq!(index.evict_idle(), 1, "a slot in use is kept");
+        let later = index.cache(conversation(id), read_before_the_drop).unwrap();
+        assert!(
+            Arc::ptr_eq(&slot, &later),
+            "the cached slot wins over any read"
         );
     }
 

@@ -19,6 +19,7 @@
 //!   is reported as interrupted, never re-run (see [`approval`]).
 
 pub mod approval;
+mod cache;
 mod calls;
 pub mod catalog;
 pub mod choice;
@@ -44,7 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use asg_shared::rest::{ConversationList, ConversationSummary, StatusSummary, TurnResult};
+use asg_shared::rest::{ConversationList, ConversationSummary, TurnResult};
 use asg_shared::{Conversation, ConversationStatus, Message, PendingApproval, Role};
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
@@ -257,32 +258,13 @@ struct Inner {
 }
 
 impl Engine {
-    /// Loads every stored conversation and builds the engine. Approvals
-    /// that were executing when the process stopped are reported as
-    /// interrupted (and saved so) instead of being run again.
+    /// Builds the engine over its store (nothing is loaded: conversations
+    /// are read when used). Approvals that were executing when the process
+    /// stopped are reported as interrupted (and saved so) instead of being
+    /// run again.
     pub async fn start(parts: EngineParts) -> Result<Engine, EngineError> {
         let shared = parts.store.is_shared();
-        let index = ConversationIndex::new(shared);
-        let store = parts.store.clone();
-        // A shared store is read when needed: nothing is loaded.
-        let loaded = if shared {
-            Vec::new()
-        } else {
-            tokio::task::spawn_blocking(move || store.load_all())
-                .await
-                .map_err(|e| EngineError::Store(e.to_string()))?
-                .map_err(|e| EngineError::Store(e.to_string()))?
-        };
-        for mut conversation in loaded {
-            if approval::recover_interrupted(&mut conversation, Utc::now()) {
-                tracing::warn!(conversation = %conversation.id, "a turn was interrupted by a restart; recorded as interrupted, nothing re-run");
-                let saved = Arc::new(conversation);
-                save_blocking(&parts.store, saved.clone()).await?;
-                conversation = Arc::unwrap_or_clone(saved);
-            }
-            index.insert(conversation);
-        }
-        tracing::info!(conversations = index.len(), "conversations loaded");
+        let index = ConversationIndex::default();
         let engine = Engine {
             inner: Arc::new(Inner {
                 tree: parts.tree,
@@ -307,11 +289,14 @@ impl Engine {
                 closing: AtomicBool::new(false),
             }),
         };
-        // Deadlines that passed while the agent was down are due now.
-        engine.start_expiry();
         if shared {
             engine.start_replica_tasks();
+        } else {
+            engine.recover_unfinished().await?;
+            engine.start_eviction();
         }
+        // Deadlines that passed while the agent was down are due now.
+        engine.start_expiry();
         Ok(engine)
     }
 
@@ -372,6 +357,13 @@ impl Engine {
                 tracing::error!(conversation = %slot.snapshot().id, %error, "cannot record an interrupted turn");
             }
         }
+    }
+
+    /// Marks the store closed cleanly, once nothing more is saved (the end
+    /// of the server's graceful shutdown).
+    pub async fn close_store(&self) {
+        let store = self.inner.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.close()).await;
     }
 
     /// Approval requests and decisions across every conversation, from
@@ -582,30 +574,7 @@ impl Engine {
         status: Option<ConversationStatus>,
         page: PageRequest,
     ) -> Result<ConversationList, EngineError> {
-        if self.inner.shared() {
-            return self.inner.list_stored(scope, status, page).await;
-        }
-        let mut summary = StatusSummary::default();
-        let listed: Vec<Arc<Conversation>> = self
-            .inner
-            .index
-            .snapshots()
-            .into_iter()
-            .filter(|c| scope.admits(c.owner.as_deref(), c.had_approval()))
-            .inspect(|c| summary.count(c.status))
-            .filter(|c| status.is_none_or(|s| s == c.status))
-            .collect();
-        let key = |c: &Arc<Conversation>| page::Key {
-            at: c.created_at,
-            id: c.id,
-        };
-        // Only the page is summarized.
-        let (listed, next_cursor) = page.take(listed, page::Order::Newest, key);
-        Ok(ConversationList {
-            conversations: listed.iter().map(|c| summarize(c)).collect(),
-            summary,
-            next_cursor,
-        })
+        self.inner.list_stored(scope, status, page).await
     }
 
     /// Every pending approval, oldest first.

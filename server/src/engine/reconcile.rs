@@ -159,7 +159,6 @@ fn apply(inner: &Inner, conversation: &mut Conversation, old: &PendingApproval, 
         Verdict::Unchanged => {}
         Verdict::Replaced(mut next) => {
             tracing::warn!(conversation = %conversation.id, old = %old.uuid, new = %next.uuid, "the sub-agent now asks for another approval; the proxy approval is replaced");
-            inner.index.add_approval(next.uuid, conversation.id);
             inner.expiry.stamp(&mut next);
             next.config_hash = Some(inner.config_hash(&next));
             super::approval::move_step(conversation, old.uuid, next.uuid);

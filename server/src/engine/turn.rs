@@ -643,12 +643,9 @@ impl<'a> Turn<'a> {
         self.wait(response).await
     }
 
-    /// A new approval as it is saved: indexed, with who asked, its
-    /// deadlines and the config fingerprint.
+    /// A new approval as it is saved: with who asked, its deadlines and
+    /// the config fingerprint (the store finds it by uuid once saved).
     fn stamp(&self, mut pending: PendingApproval) -> PendingApproval {
-        self.inner
-            .index
-            .add_approval(pending.uuid, self.conversation.id);
         tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
         if pending.requested_by.is_none() {
             pending.requested_by = self.requester.clone();

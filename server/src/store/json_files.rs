@@ -13,42 +13,179 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use std::sync::Mutex;
+
 use asg_shared::Conversation;
 use tempfile::NamedTempFile;
 use uuid::Uuid;
 
 use super::group_sync::GroupSync;
-use super::{Store, StoreError};
+use super::json_catalog::{Catalog, Entry, Trust};
+use super::{Claim, Deadlines, ListPage, ListQuery, Store, StoreError};
 
 /// Name of the directory (under the data dir) unreadable files go to.
 pub const QUARANTINE_DIR: &str = "quarantine";
+/// The catalog, under the data dir (see [`super::json_catalog`]).
+pub const CATALOG_PATH: &str = "index/catalog.sqlite3";
+/// Rows written per transaction while the catalog is rebuilt.
+const REBUILD_BATCH: usize = 2_000;
 
 /// A sync of the conversations directory (makes renames in it durable).
 type DirSync = Box<dyn Fn() -> std::io::Result<()> + Send + Sync>;
 
-/// Conversations as JSON files under a directory.
+/// Conversations as JSON files under a directory, listed through a
+/// catalog.
 pub struct JsonFileStore {
     dir: PathBuf,
     quarantine: PathBuf,
     quarantined: AtomicUsize,
     /// The directory's fsync, shared by concurrent saves.
     dir_sync: GroupSync<DirSync>,
+    catalog: Catalog,
+    /// Conversations left in the middle of a turn when the store was
+    /// opened (given out once, by [`Store::abandoned`]).
+    unfinished: Mutex<Vec<Uuid>>,
 }
 
 impl JsonFileStore {
-    /// Opens (and creates, owner-only) `<data_dir>/conversations`.
+    /// Opens (and creates, owner-only) `<data_dir>/conversations` and its
+    /// catalog: the catalog as it was left, its rows a crash left dirty
+    /// read again from their files; or, when it cannot be trusted, rebuilt
+    /// from every file (see [`super::json_catalog`]).
     pub fn open(data_dir: &Path) -> Result<JsonFileStore, StoreError> {
         let dir = data_dir.join("conversations");
         create_private_dir(&dir)
             .map_err(|e| StoreError(format!("cannot create {}: {e}", dir.display())))?;
+        let (catalog, trust) = Catalog::open(&data_dir.join(CATALOG_PATH))?;
         let synced = dir.clone();
         let sync: DirSync = Box::new(move || sync_dir(&synced));
-        Ok(JsonFileStore {
+        let store = JsonFileStore {
             dir,
             quarantine: data_dir.join(QUARANTINE_DIR),
             quarantined: AtomicUsize::new(0),
             dir_sync: GroupSync::new(sync),
-        })
+            catalog,
+            unfinished: Mutex::default(),
+        };
+        match trust {
+            Trust::Rebuild => store.rebuild()?,
+            Trust::Kept => {
+                store.reread_dirty()?;
+                remove_stale_in_background(store.dir.clone());
+            }
+        }
+        store.catalog.mark_open()?;
+        *store
+            .unfinished
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = store.catalog.unfinished()?;
+        Ok(store)
+    }
+
+    /// Builds the catalog from every file (at the first start, after an
+    /// upgrade or a crash of the machine).
+    fn rebuild(&self) -> Result<(), StoreError> {
+        self.catalog.clear()?;
+        let started = std::time::Instant::now();
+        let mut batch = Vec::with_capacity(REBUILD_BATCH);
+        let mut count = 0usize;
+        self.scan(|conversation| {
+            batch.push(Entry::of(&conversation));
+            count += 1;
+            if batch.len() == REBUILD_BATCH {
+                self.catalog.put(&batch, false)?;
+                batch.clear();
+                tracing::info!(conversations = count, "building the conversation catalog");
+            }
+            Ok(())
+        })?;
+        self.catalog.put(&batch, false)?;
+        tracing::info!(
+            conversations = count,
+            millis = started.elapsed().as_millis() as u64,
+            "conversation catalog built from the files"
+        );
+        Ok(())
+    }
+
+    /// Reads again the files of the rows a crash left dirty.
+    fn reread_dirty(&self) -> Result<(), StoreError> {
+        let dirty = self.catalog.dirty()?;
+        if !dirty.is_empty() {
+            tracing::info!(
+                conversations = dirty.len(),
+                "reading again the conversations saved when the agent stopped"
+            );
+        }
+        for id in dirty {
+            self.reindex(id)?;
+        }
+        Ok(())
+    }
+
+    /// Brings the row of `id` in step with its file (none: no row; an
+    /// unreadable one is set aside).
+    fn reindex(&self, id: Uuid) -> Result<(), StoreError> {
+        let path = self.path_of(id);
+        match read_conversation(&path, id) {
+            Ok(conversation) => self.catalog.rewrite(&Entry::of(&conversation)),
+            Err(Unreadable::Missing) => self.catalog.forget(id),
+            Err(Unreadable::Bad(problem)) => {
+                let name = format!("{id}.json");
+                if self.set_aside(&path, &name, &problem) {
+                    self.quarantined.fetch_add(1, Ordering::Relaxed);
+                }
+                self.catalog.forget(id)
+            }
+        }
+    }
+
+    /// Every conversation file, parsed, to `each` (stops at its first
+    /// error). Removes leftover temporary files, sets aside unreadable
+    /// files (their count is [`Store::quarantined`]).
+    fn scan(
+        &self,
+        mut each: impl FnMut(Conversation) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let entries = fs::read_dir(&self.dir)
+            .map_err(|e| StoreError(format!("cannot list {}: {e}", self.dir.display())))?;
+        let mut quarantined = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if is_temporary(&name) {
+                remove_stale(&path);
+                continue;
+            }
+            let Some(id) = conversation_file_id(&name) else {
+                continue;
+            };
+            match read_conversation(&path, id) {
+                Ok(conversation) => each(conversation)?,
+                Err(Unreadable::Missing) => {}
+                Err(Unreadable::Bad(problem)) => {
+                    quarantined += usize::from(self.set_aside(&path, &name, &problem));
+                }
+            }
+        }
+        self.quarantined.store(quarantined, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The conversations of `ids` that can be read (a file removed or
+    /// spoiled since it was listed is left out, with a warning).
+    fn load_listed(&self, ids: Vec<Uuid>) -> Vec<Conversation> {
+        ids.into_iter()
+            .filter_map(|id| match self.load(id) {
+                Ok(found) => found,
+                Err(error) => {
+                    tracing::warn!(conversation = %id, %error, "a listed conversation cannot be read; left out");
+                    None
+                }
+            })
+            .collect()
     }
 
     /// The file of a conversation. Built from a parsed [`Uuid`] only, so no
@@ -107,45 +244,99 @@ impl JsonFileStore {
 
 impl Store for JsonFileStore {
     fn load_all(&self) -> Result<Vec<Conversation>, StoreError> {
-        let entries = fs::read_dir(&self.dir)
-            .map_err(|e| StoreError(format!("cannot list {}: {e}", self.dir.display())))?;
         let mut conversations = Vec::new();
-        let mut quarantined = 0;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
-            if is_temporary(&name) {
-                remove_stale(&path);
-                continue;
-            }
-            let Some(id) = conversation_file_id(&name) else {
-                continue;
-            };
-            match read_conversation(&path, id) {
-                Ok(conversation) => conversations.push(conversation),
-                Err(problem) => quarantined += usize::from(self.set_aside(&path, &name, &problem)),
-            }
-        }
-        self.quarantined.store(quarantined, Ordering::Relaxed);
+        self.scan(|conversation| {
+            conversations.push(conversation);
+            Ok(())
+        })?;
         Ok(conversations)
     }
 
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec_pretty(conversation)
             .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
-        self.write_atomically(conversation.id, &bytes).map_err(|e| {
-            StoreError(format!(
-                "cannot write conversation {} to {}: {e}",
-                conversation.id,
+        let id = conversation.id;
+        // Catalog first, marked dirty: a crash before the file is written
+        // leaves a row the next start reads again from the file.
+        self.catalog
+            .put(std::slice::from_ref(&Entry::of(conversation)), true)?;
+        if let Err(error) = self.write_atomically(id, &bytes) {
+            // The row back to what the file holds (left dirty if it cannot).
+            if let Err(again) = self.reindex(id) {
+                tracing::warn!(conversation = %id, error = %again, "cannot bring its catalog row back in step; it is read again at the next start");
+            }
+            return Err(StoreError(format!(
+                "cannot write conversation {id} to {}: {error}",
                 self.dir.display()
-            ))
-        })
+            )));
+        }
+        if let Err(error) = self.catalog.settle(id) {
+            tracing::warn!(conversation = %id, %error, "cannot mark its catalog row saved; it is read again at the next start");
+        }
+        Ok(())
     }
 
     fn quarantined(&self) -> usize {
         self.quarantined.load(Ordering::Relaxed)
+    }
+
+    fn load(&self, id: Uuid) -> Result<Option<Conversation>, StoreError> {
+        match read_conversation(&self.path_of(id), id) {
+            Ok(conversation) => Ok(Some(conversation)),
+            Err(Unreadable::Missing) => Ok(None),
+            Err(Unreadable::Bad(problem)) => Err(StoreError(format!(
+                "cannot read conversation {id}: {problem}"
+            ))),
+        }
+    }
+
+    fn conversation_of_approval(&self, uuid: Uuid) -> Result<Option<Uuid>, StoreError> {
+        self.catalog.conversation_of_approval(uuid)
+    }
+
+    fn waiting(&self) -> Result<Vec<Conversation>, StoreError> {
+        Ok(self.load_listed(self.catalog.waiting()?))
+    }
+
+    fn deadlines(&self, now: chrono::DateTime<chrono::Utc>) -> Result<Deadlines, StoreError> {
+        let (due, next) = self.catalog.deadlines(now)?;
+        Ok(Deadlines {
+            due: self.load_listed(due),
+            next,
+        })
+    }
+
+    fn list_page(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let page = self.catalog.page(query)?;
+        Ok(ListPage {
+            conversations: self.load_listed(page.ids),
+            next: page.next,
+            summary: page.summary,
+        })
+    }
+
+    fn claim(&self, id: Uuid) -> Result<Claim, StoreError> {
+        // One process: the engine's lock is the claim; this is the version
+        // to start from.
+        Ok(Claim::Taken(self.load(id)?.map(Box::new)))
+    }
+
+    fn abandoned(&self) -> Result<Vec<Uuid>, StoreError> {
+        Ok(std::mem::take(
+            &mut *self
+                .unfinished
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        ))
+    }
+
+    fn close(&self) {
+        match self.catalog.close() {
+            Ok(()) => tracing::info!("conversation catalog closed"),
+            Err(error) => {
+                tracing::warn!(%error, "cannot close the conversation catalog; it is rebuilt at the next start after a machine restart")
+            }
+        }
     }
 }
 
@@ -160,6 +351,36 @@ fn is_temporary(name: &str) -> bool {
     name.starts_with(".tmp") || (name.starts_with('.') && name.ends_with(".tmp"))
 }
 
+/// Removes, on a thread of its own, the temporary files a crash left in
+/// `dir` (listing a large directory takes a while; startup does not wait).
+/// Only files older than the call: a save's own is never touched.
+fn remove_stale_in_background(dir: PathBuf) {
+    let before = std::time::SystemTime::now();
+    let spawned = std::thread::Builder::new()
+        .name("asg-stale-temporaries".into())
+        .spawn(move || remove_stale_before(&dir, before));
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start removing stale temporary files");
+    }
+}
+
+/// Removes the temporary files in `dir` last changed before `before`.
+fn remove_stale_before(dir: &Path, before: std::time::SystemTime) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_str().is_some_and(is_temporary)
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|changed| changed < before);
+        if stale {
+            remove_stale(&entry.path());
+        }
+    }
+}
+
 /// Removes a temporary file left by a crash in the middle of a write.
 fn remove_stale(path: &Path) {
     match fs::remove_file(path) {
@@ -170,16 +391,27 @@ fn remove_stale(path: &Path) {
     }
 }
 
+/// Why a conversation file cannot be loaded.
+enum Unreadable {
+    /// There is none.
+    Missing,
+    /// What is wrong with it.
+    Bad(String),
+}
+
 /// Reads and parses one file; the error says what is wrong with it.
-fn read_conversation(path: &Path, id: Uuid) -> Result<Conversation, String> {
-    let bytes = fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
-    let conversation: Conversation =
-        serde_json::from_slice(&bytes).map_err(|e| format!("not a conversation: {e}"))?;
+fn read_conversation(path: &Path, id: Uuid) -> Result<Conversation, Unreadable> {
+    let bytes = fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Unreadable::Missing,
+        _ => Unreadable::Bad(format!("cannot read it: {e}")),
+    })?;
+    let conversation: Conversation = serde_json::from_slice(&bytes)
+        .map_err(|e| Unreadable::Bad(format!("not a conversation: {e}")))?;
     if conversation.id != id {
-        return Err(format!(
+        return Err(Unreadable::Bad(format!(
             "it holds conversation {}, not the one its name says",
             conversation.id
-        ));
+        )));
     }
     Ok(conversation)
 }
@@ -198,7 +430,7 @@ fn free_name(dir: &Path, name: &str) -> PathBuf {
 
 /// Creates a directory (and its parents) readable by the owner only, and
 /// tightens an existing one.
-fn create_private_dir(path: &Path) -> std::io::Result<()> {
+pub(super) fn create_private_dir(path: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};

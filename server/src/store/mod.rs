@@ -1,13 +1,18 @@
 //! Persistence of conversations behind the [`Store`] trait.
 //!
-//! Invariant: nothing but the store touches `data_dir/conversations`. The
-//! default [`JsonFileStore`] keeps one JSON file per conversation, written
-//! atomically (a fresh temporary file, fsync, rename, fsync of the
-//! directory), so a crash leaves either the old or the new version, never a
-//! torn file. Files are readable by the owner only. A file that cannot be
-//! loaded at startup is moved to `data_dir/quarantine/`, never dropped.
+//! Invariant: nothing but the store touches `data_dir/conversations` and
+//! `data_dir/index`. The default [`JsonFileStore`] keeps one JSON file per
+//! conversation, written atomically (a fresh temporary file, fsync, rename,
+//! fsync of the directory), so a crash leaves either the old or the new
+//! version, never a torn file, and lists them through a SQLite catalog
+//! (`json_catalog`). Files are readable by the owner only. A file that
+//! cannot be loaded is moved to `data_dir/quarantine/`, never dropped.
+//!
+//! Neither store is held in memory: the engine reads through the store
+//! ([`Store::reads_through`]) and caches only the conversations in use.
 
 mod group_sync;
+mod json_catalog;
 mod json_files;
 mod pg_commit;
 mod pg_lease;
@@ -16,7 +21,7 @@ pub mod postgres;
 use std::sync::Arc;
 
 use asg_shared::rest::StatusSummary;
-use asg_shared::{Conversation, ConversationStatus};
+use asg_shared::{ApprovalState, Conversation, ConversationStatus};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -56,6 +61,28 @@ pub struct ListPage {
     pub summary: StatusSummary,
 }
 
+/// The approvals' deadlines, from [`Store::deadlines`].
+#[derive(Debug, Default)]
+pub struct Deadlines {
+    /// Conversations with a pending approval whose deadline (expiry, or a
+    /// reminder not sent yet) has come.
+    pub due: Vec<Conversation>,
+    /// The earliest deadline still to come.
+    pub next: Option<DateTime<Utc>>,
+}
+
+/// The earliest deadline among the pending approvals of `conversation`:
+/// an expiry, or a reminder not sent yet.
+pub fn next_deadline(conversation: &Conversation) -> Option<DateTime<Utc>> {
+    conversation
+        .pending()
+        .iter()
+        .filter(|p| p.state == ApprovalState::Pending)
+        .flat_map(|p| [p.expires_at, p.remind_at.filter(|_| !p.reminded)])
+        .flatten()
+        .min()
+}
+
 /// What [`Store::claim`] found.
 #[derive(Debug)]
 pub enum Claim {
@@ -69,14 +96,16 @@ pub enum Claim {
 /// What the engine needs from storage. Calls block: the engine runs them
 /// on the blocking thread pool.
 pub trait Store: Send + Sync + 'static {
-    /// Every stored conversation. A file that cannot be read or parsed does
-    /// not fail the whole load: it is set aside (see [`Store::quarantined`])
-    /// with a logged error naming it.
+    /// Every stored conversation, read whole (tests and tools: the engine
+    /// reads through [`Store::load`] and [`Store::list_page`]). A file that
+    /// cannot be read or parsed does not fail the whole load: it is set
+    /// aside (see [`Store::quarantined`]) with a logged error naming it.
     fn load_all(&self) -> Result<Vec<Conversation>, StoreError>;
     /// Durably replaces the stored version of `conversation`.
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError>;
-    /// How many unreadable files [`Store::load_all`] set aside (reported by
-    /// `GET /health`). Stores that never set files aside answer 0.
+    /// How many unreadable files the store set aside since it was opened
+    /// (reported by `GET /health`). Stores that never set files aside
+    /// answer 0.
     fn quarantined(&self) -> usize {
         0
     }
@@ -86,38 +115,46 @@ pub trait Store: Send + Sync + 'static {
         Ok(())
     }
 
-    // A shared store (several processes on it) answers the rest; the
-    // engine reads through it instead of holding every conversation, and
-    // claims a conversation before changing it. The JSON files are one
-    // process's and answer none of it (the engine does not ask).
+    /// Marks the store closed cleanly (at the end of a graceful shutdown).
+    fn close(&self) {}
+
+    // The engine reads through the store instead of holding every
+    // conversation. A shared store (several processes on it) also claims a
+    // conversation for one process at a time and tells the others of its
+    // changes; a store of one process answers every claim with the stored
+    // version and has no one to tell.
 
     /// Whether several agent processes may share this store.
     fn is_shared(&self) -> bool {
         false
     }
     /// The stored version of conversation `id`.
-    fn load(&self, _id: Uuid) -> Result<Option<Conversation>, StoreError> {
-        Ok(None)
-    }
+    fn load(&self, id: Uuid) -> Result<Option<Conversation>, StoreError>;
     /// The conversation approval `uuid` (pending or resolved) belongs to.
-    fn conversation_of_approval(&self, _uuid: Uuid) -> Result<Option<Uuid>, StoreError> {
-        Ok(None)
-    }
+    fn conversation_of_approval(&self, uuid: Uuid) -> Result<Option<Uuid>, StoreError>;
     /// Every conversation waiting for approval.
-    fn waiting(&self) -> Result<Vec<Conversation>, StoreError> {
-        Ok(Vec::new())
+    fn waiting(&self) -> Result<Vec<Conversation>, StoreError>;
+    /// The conversations whose approvals have a deadline that came by
+    /// `now` (only those are read whole), and the next one after it. By
+    /// default, from every waiting conversation.
+    fn deadlines(&self, now: DateTime<Utc>) -> Result<Deadlines, StoreError> {
+        let mut deadlines = Deadlines::default();
+        for conversation in self.waiting()? {
+            match next_deadline(&conversation) {
+                Some(at) if at <= now => deadlines.due.push(conversation),
+                Some(at) => deadlines.next = Some(deadlines.next.map_or(at, |n| n.min(at))),
+                None => {}
+            }
+        }
+        Ok(deadlines)
     }
     /// One page of the conversations `scope` may read (of `status`, when
     /// given), newest first and ties by id: at most `limit` after `after`,
     /// plus whether more follow, and the counts of all in scope. Only the
     /// page is read whole.
-    fn list_page(&self, _query: &ListQuery) -> Result<ListPage, StoreError> {
-        Ok(ListPage::default())
-    }
+    fn list_page(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
     /// Claims conversation `id` for a change by this process.
-    fn claim(&self, _id: Uuid) -> Result<Claim, StoreError> {
-        Ok(Claim::Taken(None))
-    }
+    fn claim(&self, id: Uuid) -> Result<Claim, StoreError>;
     /// Gives a claim back.
     fn release(&self, _id: Uuid) {}
     /// Whether another process holds a live claim on `id`.
@@ -125,10 +162,9 @@ pub trait Store: Send + Sync + 'static {
         false
     }
     /// Conversations whose claim outlived its process (it died in the
-    /// middle of a turn).
-    fn abandoned(&self) -> Result<Vec<Uuid>, StoreError> {
-        Ok(Vec::new())
-    }
+    /// middle of a turn). A store of one process answers, once, those it
+    /// found in the middle of a turn when it was opened.
+    fn abandoned(&self) -> Result<Vec<Uuid>, StoreError>;
     /// Tells the other processes a short note (best effort; they get it
     /// through [`Store::watch`]).
     fn announce(&self, _note: &str) {}

@@ -13,6 +13,8 @@ use uuid::Uuid;
 use super::{Claim, JsonFileStore, PgStore, Store};
 use asg_tests::pg::TestDb;
 
+mod json_catalog;
+
 /// A store of either kind, with what keeps it alive.
 enum Backend {
     Json(tempfile::TempDir),
@@ -291,73 +293,103 @@ async fn a_claim_outliving_its_replica_is_taken_over_and_fences_the_old_holder()
     assert!(blocking(&two, |s| s.abandoned().unwrap()).await.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shared_store_reads_one_conversation_its_approvals_and_pages_in_order() {
-    let db = TestDb::create().await;
-    let store = pg(&db).await;
-    let mut waiting = conversation(3, "waiting");
+/// A conversation waiting for one approval (its uuid).
+fn waiting_for_approval(minutes_ago: i64, text: &str) -> (Conversation, Uuid) {
+    let mut waiting = conversation(minutes_ago, text);
     waiting.status = ConversationStatus::WaitingApproval;
     let approval: asg_shared::PendingApproval = serde_json::from_value(serde_json::json!({
         "uuid": Uuid::new_v4(), "conversation_id": waiting.id, "tool_name": "resources_add",
         "tool_args": {}, "description": "", "created_at": Utc::now(), "call_id": "c1"
     }))
     .unwrap();
-    waiting.set_pending(vec![approval.clone()]);
-    let all = vec![
-        conversation(5, "old"),
-        waiting.clone(),
-        conversation(1, "new"),
-    ];
-    let saved = all.clone();
-    blocking(&store, move |s| {
-        saved.iter().for_each(|c| save(s, c).unwrap())
-    })
-    .await;
-    let (uuid, id) = (approval.uuid, waiting.id);
+    let uuid = approval.uuid;
+    waiting.set_pending(vec![approval]);
+    (waiting, uuid)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_reads_one_conversation_its_approvals_and_pages_in_order() {
+    for (kind, backend) in backends().await {
+        let store = open(&backend).await;
+        let (waiting, uuid) = waiting_for_approval(3, "waiting");
+        let all = vec![
+            conversation(5, "old"),
+            waiting.clone(),
+            conversation(1, "new"),
+        ];
+        let saved = all.clone();
+        blocking(&store, move |s| {
+            saved.iter().for_each(|c| save(s, c).unwrap())
+        })
+        .await;
+        reads_one_conversation_and_its_approval(&store, &waiting, uuid, kind).await;
+        pages_newest_first_within_scope(&store, kind).await;
+    }
+}
+
+async fn reads_one_conversation_and_its_approval(
+    store: &Arc<dyn Store>,
+    waiting: &Conversation,
+    uuid: Uuid,
+    kind: &str,
+) {
+    let id = waiting.id;
     assert_eq!(
-        blocking(&store, move |s| s.conversation_of_approval(uuid).unwrap()).await,
-        Some(id)
+        blocking(store, move |s| s.conversation_of_approval(uuid).unwrap()).await,
+        Some(id),
+        "{kind}"
     );
     let unknown = Uuid::new_v4();
     assert_eq!(
-        blocking(&store, move |s| s
-            .conversation_of_approval(unknown)
-            .unwrap())
-        .await,
-        None
+        blocking(store, move |s| s.conversation_of_approval(unknown).unwrap()).await,
+        None,
+        "{kind}"
     );
-    assert_eq!(blocking(&store, |s| s.waiting().unwrap()).await, [waiting]);
-    // Pages newest first, counts of everything in scope.
+    assert_eq!(
+        blocking(store, |s| s.waiting().unwrap()).await,
+        std::slice::from_ref(waiting),
+        "{kind}"
+    );
+    let waiting = waiting.clone();
+    assert_eq!(
+        blocking(store, move |s| s.load(id).unwrap()).await,
+        Some(waiting),
+        "{kind}"
+    );
+    assert_eq!(
+        blocking(store, move |s| s.load(unknown).unwrap()).await,
+        None,
+        "{kind}"
+    );
+}
+
+async fn pages_newest_first_within_scope(store: &Arc<dyn Store>, kind: &str) {
     let alice = scope("alice", false);
-    let first = list(&store, &alice, None, None, 2).await;
-    assert_eq!(texts(&first), ["new", "waiting"]);
+    let first = list(store, &alice, None, None, 2).await;
+    assert_eq!(texts(&first), ["new", "waiting"], "{kind}");
     assert_eq!(
         (first.summary.total, first.summary.waiting_approval),
-        (3, 1)
+        (3, 1),
+        "{kind}"
     );
-    let rest = list(&store, &alice, None, first.next, 2).await;
-    assert_eq!(texts(&rest), ["old"]);
-    assert_eq!(rest.next, None);
+    let rest = list(store, &alice, None, first.next, 2).await;
+    assert_eq!(texts(&rest), ["old"], "{kind}");
+    assert_eq!(rest.next, None, "{kind}");
     let waiting_only = ConversationStatus::WaitingApproval;
-    let filtered = list(&store, &alice, Some(waiting_only), None, 10).await;
-    assert_eq!(texts(&filtered), ["waiting"]);
-    assert_eq!(filtered.summary.total, 3, "the counts ignore the filter");
+    let filtered = list(store, &alice, Some(waiting_only), None, 10).await;
+    assert_eq!(texts(&filtered), ["waiting"], "{kind}");
+    assert_eq!(
+        filtered.summary.total, 3,
+        "{kind}: the counts ignore the filter"
+    );
     // Another principal sees nothing of alice's; an approver sees the
     // conversation that had an approval only.
-    assert_eq!(
-        list(&store, &scope("bob", false), None, None, 10)
-            .await
-            .summary
-            .total,
-        0
-    );
-    let approver = list(&store, &scope("bob", true), None, None, 10).await;
-    assert_eq!(texts(&approver), ["waiting"]);
-    assert_eq!(approver.summary.total, 1);
-    assert_eq!(
-        blocking(&store, move |s| s.load(unknown).unwrap()).await,
-        None
-    );
+    let bob = list(store, &scope("bob", false), None, None, 10).await;
+    assert_eq!(bob.summary.total, 0, "{kind}");
+    assert!(bob.conversations.is_empty(), "{kind}");
+    let approver = list(store, &scope("bob", true), None, None, 10).await;
+    assert_eq!(texts(&approver), ["waiting"], "{kind}");
+    assert_eq!(approver.summary.total, 1, "{kind}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -406,4 +438,46 @@ async fn a_row_that_cannot_be_read_is_never_claimed() {
             .await
             .unwrap();
     assert_eq!(leased, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_conversations_whose_deadline_came_are_due() {
+    for (kind, backend) in backends().await {
+        let store = open(&backend).await;
+        let now = Utc::now();
+        let deadline = |text: &str, expires: Option<i64>, remind: Option<i64>, reminded| {
+            let (mut c, _) = waiting_for_approval(1, text);
+            let pending = &mut c.pending_approvals[0];
+            pending.expires_at = expires.map(|m| now + Duration::minutes(m));
+            pending.remind_at = remind.map(|m| now + Duration::minutes(m));
+            pending.reminded = reminded;
+            c
+        };
+        let all = vec![
+            deadline("expired", Some(-1), None, false),
+            deadline("to remind", Some(30), Some(-1), false),
+            deadline("reminded", Some(10), Some(-1), true),
+            deadline("later", Some(5), None, false),
+            deadline("never", None, None, false),
+            conversation(1, "no approval"),
+        ];
+        let saved = all.clone();
+        blocking(&store, move |s| {
+            saved.iter().for_each(|c| save(s, c).unwrap())
+        })
+        .await;
+        let deadlines = blocking(&store, move |s| s.deadlines(now).unwrap()).await;
+        let mut due: Vec<String> = deadlines
+            .due
+            .iter()
+            .map(|c| c.messages[0].content.clone())
+            .collect();
+        due.sort();
+        assert_eq!(due, ["expired", "to remind"], "{kind}");
+        assert_eq!(
+            deadlines.next,
+            Some(now + Duration::minutes(5)),
+            "{kind}: the earliest still to come"
+        );
+    }
 }

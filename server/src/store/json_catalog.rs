@@ -1,0 +1,489 @@
+//! The catalog of the JSON store: what listings, approval lookups and
+//! startup recovery need of every conversation (id, time, status, owner,
+//! flags, approval uuids), in a SQLite file, `<data_dir>/index/catalog.sqlite3`,
+//! so the agent never reads every conversation file.
+//!
+//! The files stay the truth; the catalog is derived from them and kept in
+//! step by the rule *catalog first, marked dirty*: a save writes the new
+//! version's row with `dirty = 1`, then the file, then clears the flag. A
+//! row left dirty (the process died in between) is read again from its
+//! file at the next start. Rows are committed without an fsync of their
+//! own (`synchronous = NORMAL`): a killed process loses nothing the
+//! operating system was given, and after an operating-system crash or
+//! power loss (the machine's boot id changed while the catalog was open)
+//! the catalog is not trusted and is rebuilt from the files. A catalog
+//! that is missing, of another format, or half rebuilt is rebuilt too.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use asg_shared::rest::StatusSummary;
+use asg_shared::{ApprovalState, Conversation, ConversationStatus};
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+use uuid::Uuid;
+
+use super::{ListQuery, StoreError};
+
+/// Bump when the schema or the meaning of a column changes: an older
+/// catalog is then rebuilt.
+const FORMAT: &str = "1";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conversations (
+    id BLOB PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    owner TEXT,
+    had_approval INTEGER NOT NULL,
+    unfinished INTEGER NOT NULL,
+    deadline INTEGER,
+    dirty INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS conversations_newest ON conversations (created_at DESC, id);
+CREATE INDEX IF NOT EXISTS conversations_dirty ON conversations (id) WHERE dirty = 1;
+CREATE INDEX IF NOT EXISTS conversations_unfinished ON conversations (id) WHERE unfinished = 1;
+CREATE INDEX IF NOT EXISTS conversations_waiting ON conversations (created_at)
+    WHERE status = 'waiting_approval';
+CREATE INDEX IF NOT EXISTS conversations_deadline ON conversations (deadline)
+    WHERE deadline IS NOT NULL;
+CREATE TABLE IF NOT EXISTS approvals (
+    uuid BLOB PRIMARY KEY,
+    conversation_id BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS approvals_of ON approvals (conversation_id);
+";
+
+/// The listing's filter on the scope's booleans and subject (?1-?4).
+macro_rules! in_scope {
+    () => {
+        "(?1 OR owner = ?2 OR (owner IS NULL AND ?3) OR (?4 AND had_approval))"
+    };
+}
+
+/// What the catalog keeps of one conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Entry {
+    id: Uuid,
+    created_at: i64,
+    status: &'static str,
+    owner: Option<String>,
+    had_approval: bool,
+    unfinished: bool,
+    deadline: Option<i64>,
+    approvals: Vec<Uuid>,
+}
+
+impl Entry {
+    /// The catalog's row of `conversation`.
+    pub(super) fn of(conversation: &Conversation) -> Entry {
+        let executing = conversation
+            .pending()
+            .iter()
+            .any(|p| p.state == ApprovalState::Executing);
+        Entry {
+            id: conversation.id,
+            created_at: nanos(conversation.created_at),
+            status: conversation.status.as_str(),
+            owner: conversation.owner.clone(),
+            had_approval: conversation.had_approval(),
+            unfinished: conversation.turn_in_progress || executing,
+            deadline: super::next_deadline(conversation).map(nanos),
+            approvals: conversation.approval_uuids().collect(),
+        }
+    }
+}
+
+/// Nanoseconds since the epoch (a time beyond what i64 holds, about
+/// 1677 to 2262, is clamped: it still sorts first or last).
+fn nanos(at: DateTime<Utc>) -> i64 {
+    at.timestamp_nanos_opt().unwrap_or(if at.timestamp() > 0 {
+        i64::MAX
+    } else {
+        i64::MIN
+    })
+}
+
+/// One page of ids from [`Catalog::page`].
+#[derive(Debug, Default)]
+pub(super) struct IdPage {
+    /// Newest first.
+    pub ids: Vec<Uuid>,
+    /// The key of the last id, when more follow.
+    pub next: Option<(DateTime<Utc>, Uuid)>,
+    /// Counts of everything in scope.
+    pub summary: StatusSummary,
+}
+
+/// Whether an opened catalog can be used as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trust {
+    /// As it was left (its dirty rows still to be read again).
+    Kept,
+    /// To be rebuilt from the files (emptied).
+    Rebuild,
+}
+
+/// The SQLite catalog. Saves write through one connection, listings read
+/// through another (WAL: readers never wait for the writer).
+pub(super) struct Catalog {
+    writer: Mutex<Connection>,
+    reader: Mutex<Connection>,
+}
+
+fn db_error(what: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| StoreError(format!("conversation catalog: cannot {what}: {e}"))
+}
+
+fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    connection
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn uuid_of(bytes: Vec<u8>) -> Option<Uuid> {
+    Uuid::from_slice(&bytes).ok()
+}
+
+impl Catalog {
+    /// Opens (creating, owner-only) the catalog at `path`, and says
+    /// whether it can be kept. From now on it counts as open on this boot
+    /// until [`Catalog::close`].
+    pub(super) fn open(path: &Path) -> Result<(Catalog, Trust), StoreError> {
+        create_private_file(path)
+            .map_err(|e| StoreError(format!("cannot create {}: {e}", path.display())))?;
+        let connect = || -> Result<Connection, StoreError> {
+            let connection = Connection::open(path).map_err(|e| {
+                StoreError(format!("cannot open the catalog {}: {e}", path.display()))
+            })?;
+            connection
+                .execute_batch(
+                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                     PRAGMA busy_timeout = 5000;",
+                )
+                .map_err(db_error("configure it"))?;
+            Ok(connection)
+        };
+        let writer = connect()?;
+        writer
+            .execute_batch(SCHEMA)
+            .map_err(db_error("create its tables"))?;
+        let catalog = Catalog {
+            writer: Mutex::new(writer),
+            reader: Mutex::new(connect()?),
+        };
+        let trust = catalog.trust(boot_id().as_deref())?;
+        Ok((catalog, trust))
+    }
+
+    /// Whether the catalog as found can be kept, from how it was left.
+    fn trust(&self, boot: Option<&str>) -> Result<Trust, StoreError> {
+        let meta = |key: &str| -> Result<Option<String>, StoreError> {
+            lock(&self.writer)
+                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+                .map_err(db_error("read its state"))
+        };
+        let state = meta("state")?;
+        let kept = meta("format")?.as_deref() == Some(FORMAT)
+            && match state.as_deref() {
+                Some("closed") => true,
+                Some(open) => boot.is_some_and(|boot| open == format!("open {boot}")),
+                None => false,
+            };
+        Ok(if kept { Trust::Kept } else { Trust::Rebuild })
+    }
+
+    /// Records the catalog's state, durably (the one commit that syncs).
+    fn set_state(&self, state: &str) -> Result<(), StoreError> {
+        let writer = lock(&self.writer);
+        writer
+            .execute_batch("PRAGMA synchronous = FULL")
+            .and_then(|()| {
+                writer.execute(
+                    "INSERT INTO meta (key, value) VALUES ('format', ?1), ('state', ?2) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    params![FORMAT, state],
+                )
+            })
+            .and_then(|_| writer.execute_batch("PRAGMA synchronous = NORMAL"))
+            .map_err(db_error("record its state"))
+    }
+
+    /// Open on this boot: kept after a crash of the process, rebuilt after
+    /// a crash of the machine.
+    pub(super) fn mark_open(&self) -> Result<(), StoreError> {
+        let state = match boot_id() {
+            Some(boot) => format!("open {boot}"),
+            None => "open".to_string(),
+        };
+        self.set_state(&state)
+    }
+
+    /// Closed cleanly: kept whatever happens to the machine before the
+    /// next start.
+    pub(super) fn close(&self) -> Result<(), StoreError> {
+        lock(&self.writer)
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .map_err(db_error("checkpoint"))?;
+        self.set_state("closed")
+    }
+
+    /// Empties the catalog before a rebuild (marked so: a rebuild cut
+    /// short is started again).
+    pub(super) fn clear(&self) -> Result<(), StoreError> {
+        self.set_state("rebuilding")?;
+        lock(&self.writer)
+            .execute_batch("DELETE FROM conversations; DELETE FROM approvals;")
+            .map_err(db_error("empty it"))
+    }
+
+    /// Writes the rows of `entries`, each `dirty` or not, in one
+    /// transaction.
+    pub(super) fn put(&self, entries: &[Entry], dirty: bool) -> Result<(), StoreError> {
+        let mut writer = lock(&self.writer);
+        let tx = writer.transaction().map_err(db_error("write"))?;
+        for entry in entries {
+            put_entry(&tx, entry, dirty).map_err(db_error("write a conversation"))?;
+        }
+        tx.commit().map_err(db_error("commit"))
+    }
+
+    /// Replaces the row of `entry` and its approvals with what its file
+    /// says (after a crash: the row may describe a version never written).
+    pub(super) fn rewrite(&self, entry: &Entry) -> Result<(), StoreError> {
+        let mut writer = lock(&self.writer);
+        let tx = writer.transaction().map_err(db_error("write"))?;
+        tx.execute(
+            "DELETE FROM approvals WHERE conversation_id = ?1",
+            [entry.id.as_bytes().as_slice()],
+        )
+        .and_then(|_| put_entry(&tx, entry, false))
+        .map_err(db_error("write a conversation"))?;
+        tx.commit().map_err(db_error("commit"))
+    }
+
+    /// The file of `id` now holds the version its row describes.
+    pub(super) fn settle(&self, id: Uuid) -> Result<(), StoreError> {
+        lock(&self.writer)
+            .execute(
+                "UPDATE conversations SET dirty = 0 WHERE id = ?1",
+                [id.as_bytes().as_slice()],
+            )
+            .map(drop)
+            .map_err(db_error("write"))
+    }
+
+    /// Drops conversation `id` (its file is gone).
+    pub(super) fn forget(&self, id: Uuid) -> Result<(), StoreError> {
+        let key = id.as_bytes().as_slice();
+        let writer = lock(&self.writer);
+        writer
+            .execute("DELETE FROM approvals WHERE conversation_id = ?1", [key])
+            .and_then(|_| writer.execute("DELETE FROM conversations WHERE id = ?1", [key]))
+            .map(drop)
+            .map_err(db_error("drop a conversation"))
+    }
+
+    /// Ids of the rows `filter` (a fixed condition on `values`) selects,
+    /// oldest first.
+    fn ids_where(
+        &self,
+        filter: &str,
+        values: impl rusqlite::Params,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        let reader = lock(&self.reader);
+        let sql = format!("SELECT id FROM conversations WHERE {filter} ORDER BY created_at");
+        let mut statement = reader.prepare_cached(&sql).map_err(db_error("read"))?;
+        let rows = statement
+            .query_map(values, |row| row.get::<_, Vec<u8>>(0))
+            .map_err(db_error("read"))?;
+        Ok(rows.filter_map(Result::ok).filter_map(uuid_of).collect())
+    }
+
+    /// Conversations with a deadline that came by `now`, and the earliest
+    /// deadline after it.
+    pub(super) fn deadlines(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<Uuid>, Option<DateTime<Utc>>), StoreError> {
+        let now = nanos(now);
+        let due = self.ids_where("deadline <= ?1", [now])?;
+        let next: Option<i64> = lock(&self.reader)
+            .query_row(
+                "SELECT min(deadline) FROM conversations WHERE deadline > ?1",
+                [now],
+                |row| row.get(0),
+            )
+            .map_err(db_error("read the deadlines"))?;
+        Ok((due, next.map(DateTime::from_timestamp_nanos)))
+    }
+
+    /// Conversations whose file may not hold what their row says.
+    pub(super) fn dirty(&self) -> Result<Vec<Uuid>, StoreError> {
+        self.ids_where("dirty = 1", [])
+    }
+
+    /// Conversations saved in the middle of a turn or of an approved call.
+    pub(super) fn unfinished(&self) -> Result<Vec<Uuid>, StoreError> {
+        self.ids_where("unfinished = 1", [])
+    }
+
+    /// Conversations waiting for approval, oldest first.
+    pub(super) fn waiting(&self) -> Result<Vec<Uuid>, StoreError> {
+        self.ids_where("status = 'waiting_approval'", [])
+    }
+
+    /// The conversation approval `uuid` belongs to.
+    pub(super) fn conversation_of_approval(&self, uuid: Uuid) -> Result<Option<Uuid>, StoreError> {
+        lock(&self.reader)
+            .query_row(
+                "SELECT conversation_id FROM approvals WHERE uuid = ?1",
+                [uuid.as_bytes().as_slice()],
+                |row| row.get::<_, Vec<u8>>(0),
+            )
+            .optional()
+            .map(|found| found.and_then(uuid_of))
+            .map_err(db_error("look up an approval"))
+    }
+
+    /// One page of the ids `query` lists, and the counts of its scope.
+    pub(super) fn page(&self, query: &ListQuery) -> Result<IdPage, StoreError> {
+        let reader = lock(&self.reader);
+        let summary = counts(&reader, query).map_err(db_error("count"))?;
+        let mut rows = page_rows(&reader, query).map_err(db_error("list"))?;
+        let more = rows.len() > query.limit;
+        rows.truncate(query.limit);
+        let next = more
+            .then(|| rows.last().copied())
+            .flatten()
+            .map(|(at, id)| (DateTime::from_timestamp_nanos(at), id));
+        Ok(IdPage {
+            ids: rows.into_iter().map(|(_, id)| id).collect(),
+            next,
+            summary,
+        })
+    }
+}
+
+fn put_entry(tx: &rusqlite::Transaction<'_>, entry: &Entry, dirty: bool) -> rusqlite::Result<()> {
+    let id = entry.id.as_bytes().as_slice();
+    tx.execute(
+        "INSERT INTO conversations \
+           (id, created_at, status, owner, had_approval, unfinished, deadline, dirty) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, \
+           status = excluded.status, owner = excluded.owner, \
+           had_approval = excluded.had_approval, unfinished = excluded.unfinished, \
+           deadline = excluded.deadline, dirty = excluded.dirty",
+        params![
+            id,
+            entry.created_at,
+            entry.status,
+            entry.owner,
+            entry.had_approval,
+            entry.unfinished,
+            entry.deadline,
+            dirty
+        ],
+    )?;
+    let mut approval = tx.prepare_cached(
+        "INSERT INTO approvals (uuid, conversation_id) VALUES (?1, ?2) \
+         ON CONFLICT (uuid) DO NOTHING",
+    )?;
+    for uuid in &entry.approvals {
+        approval.execute(params![uuid.as_bytes().as_slice(), id])?;
+    }
+    Ok(())
+}
+
+/// Counts by status of every conversation in the query's scope.
+fn counts(reader: &Connection, query: &ListQuery) -> rusqlite::Result<StatusSummary> {
+    let scope = &query.scope;
+    let mut statement = reader.prepare_cached(concat!(
+        "SELECT status, count(*) FROM conversations WHERE ",
+        in_scope!(),
+        " GROUP BY status"
+    ))?;
+    let rows = statement.query_map(
+        params![
+            scope.everything,
+            scope.subject,
+            scope.anonymous,
+            scope.approvals
+        ],
+        |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)),
+    )?;
+    let mut summary = StatusSummary::default();
+    for (status, count) in rows.filter_map(Result::ok) {
+        if let Some(status) = ConversationStatus::parse(&status) {
+            summary.add(status, usize::try_from(count).unwrap_or(0));
+        }
+    }
+    Ok(summary)
+}
+
+/// The page's keys, one more than asked (it tells whether more follow).
+fn page_rows(reader: &Connection, query: &ListQuery) -> rusqlite::Result<Vec<(i64, Uuid)>> {
+    let scope = &query.scope;
+    let (at, after) = match query.after {
+        Some((at, id)) => (Some(nanos(at)), Some(id.as_bytes().to_vec())),
+        None => (None, None),
+    };
+    let mut statement = reader.prepare_cached(concat!(
+        "SELECT created_at, id FROM conversations WHERE ",
+        in_scope!(),
+        " AND (?5 IS NULL OR status = ?5) \
+          AND (?6 IS NULL OR created_at < ?6 OR (created_at = ?6 AND id > ?7)) \
+          ORDER BY created_at DESC, id LIMIT ?8"
+    ))?;
+    let rows = statement.query_map(
+        params![
+            scope.everything,
+            scope.subject,
+            scope.anonymous,
+            scope.approvals,
+            query.status.map(|s| s.as_str()),
+            at,
+            after,
+            i64::try_from(query.limit + 1).unwrap_or(i64::MAX)
+        ],
+        |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Vec<u8>>(1)?)),
+    )?;
+    Ok(rows
+        .filter_map(Result::ok)
+        .filter_map(|(at, id)| uuid_of(id).map(|id| (at, id)))
+        .collect())
+}
+
+/// This boot of the machine (Linux); `None` elsewhere, where a catalog
+/// left open is never trusted.
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|id| id.trim().to_string())
+        .filter(|id| !id.is_empty())
+}
+
+/// Creates `path`'s directory and the file itself readable by the owner
+/// only (SQLite gives its `-wal` and `-shm` files the database file's
+/// mode).
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        super::json_files::create_private_dir(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        options.open(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    }
+    #[cfg(not(unix))]
+    {
+        options.open(path).map(drop)
+    }
+}
