@@ -10,8 +10,8 @@ use axum::response::Response;
 use super::error::ApiError;
 use super::extract::{Caller, Ctx, ListQuery, parse_json, parse_status, parse_uuid};
 use super::{AppState, conversation_response};
-use crate::engine::{Choice, page};
-use asg_shared::{ApprovalState, PendingApproval};
+use crate::engine::Choice;
+use asg_shared::ApprovalState;
 
 /// Approves or rejects a pending approval; approval runs the stored call.
 #[utoipa::path(post, path = "/approvals/{uuid}", tag = "approvals",
@@ -106,15 +106,14 @@ pub async fn approvals_index(
 ) -> Result<Json<ApprovalList>, ApiError> {
     let status: Option<ApprovalState> =
         parse_status(query.status.as_deref(), "pending, executing")?;
-    let mut approvals = state.engine.pending_approvals().await?;
-    approvals.retain(|a| {
-        crate::auth::policy::can_see_approval(&caller, a) && status.is_none_or(|s| s == a.state)
-    });
-    let key = |a: &PendingApproval| page::Key {
-        at: a.created_at,
-        id: a.uuid,
+    let query = crate::store::PendingQuery {
+        requested_by: crate::auth::policy::approvals_seen_by(&caller),
+        proxies: false,
+        state: status,
+        after: query.page.after.map(|key| (key.at, key.id)),
+        limit: query.page.limit,
     };
-    let (approvals, next_cursor) = query.page.take(approvals, page::Order::Oldest, key);
+    let (approvals, next_cursor) = state.engine.pending_page(query).await?;
     Ok(Json(ApprovalList {
         approvals,
         next_cursor,

@@ -63,12 +63,20 @@ pub fn can_continue(principal: &Principal, conversation: &Conversation) -> bool 
 
 /// May `principal` see this pending approval in a list?
 pub fn can_see_approval(principal: &Principal, approval: &PendingApproval) -> bool {
-    principal.has(Role::Approver)
-        || principal.has(Role::Admin)
-        || approval
+    match approvals_seen_by(principal) {
+        None => true,
+        Some(subject) => approval
             .requested_by
             .as_ref()
-            .is_some_and(|by| by.subject == principal.subject)
+            .is_some_and(|by| by.subject == subject),
+    }
+}
+
+/// Whose pending approvals `principal` sees in a list: every one (`None`)
+/// as an approver or admin, else only those it asked for.
+pub fn approvals_seen_by(principal: &Principal) -> Option<String> {
+    let every = principal.has(Role::Approver) || principal.has(Role::Admin);
+    (!every).then(|| principal.subject.clone())
 }
 
 /// Why a principal may not decide an approval.

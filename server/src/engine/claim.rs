@@ -3,11 +3,12 @@
 //!
 //! The engine holds no conversation it does not use: it reads them from
 //! the store and caches the ones in use (their slots). A change takes the
-//! slot's lock, claims the conversation in the store ([`Store::claim`])
-//! and starts from the stored version, so it never starts from a stale
-//! cached copy. With a shared store (PostgreSQL, several replicas) the
-//! claim is a lease renewed while the turn runs, so one turn at a time
-//! runs per conversation across every replica. A claim held by another
+//! slot's lock; in one process that is enough (the cached slot is the
+//! latest version). With a shared store (PostgreSQL, several replicas) it
+//! also claims the conversation in the store ([`Store::claim`]: a lease
+//! renewed while the turn runs) and starts from the stored version, so one
+//! turn at a time runs per conversation across every replica and none
+//! starts from a stale copy. A claim held by another
 //! replica is waited for up to [`CLAIM_WAIT`] (a decision racing a turn
 //! elsewhere then sees its outcome, as it would locally), then refused as
 //! busy.
@@ -105,23 +106,27 @@ impl Inner {
         self.store.is_shared()
     }
 
-    /// Claims the conversation of `slot`; its slot then holds the stored
-    /// version.
+    /// Claims the conversation of `slot`; with a shared store its slot
+    /// then holds the stored version.
     pub(crate) async fn claim(&self, slot: &Arc<Slot>) -> Result<Claimed, EngineError> {
         let guard = slot.lock_owned().await;
         let mut claimed = Claimed {
             guard: Some(guard),
             lease: None,
         };
+        if !self.shared() {
+            // One process: the slot lock is the claim, and the cached slot
+            // is the latest version (a slot is cached only from a read no
+            // eviction raced, `ConversationIndex::cache`).
+            return Ok(claimed);
+        }
         let id = slot.snapshot().id;
         let started = tokio::time::Instant::now();
         let mut pause = FIRST_PAUSE;
         loop {
             match take(&self.store, id).await? {
                 Ok(Claim::Taken(stored)) => {
-                    if self.shared() {
-                        claimed.lease = Some((self.store.clone(), id));
-                    }
+                    claimed.lease = Some((self.store.clone(), id));
                     if let Some(stored) = stored {
                         slot.refresh(Arc::new(*stored), false);
                     }

@@ -577,7 +577,30 @@ impl Engine {
         self.inner.list_stored(scope, status, page).await
     }
 
-    /// Every pending approval, oldest first.
+    /// One page of the pending approvals `query` lists, oldest first, and
+    /// the cursor of the next page (only the page's conversations are
+    /// read).
+    pub async fn pending_page(
+        &self,
+        query: crate::store::PendingQuery,
+    ) -> Result<(Vec<PendingApproval>, Option<String>), EngineError> {
+        let page = claim::blocking(&self.inner.store, move |s| s.pending_page(&query))
+            .await?
+            .map_err(|e| EngineError::Store(e.to_string()))?;
+        let approvals = page
+            .approvals
+            .into_iter()
+            .map(|mut pending| {
+                pending.config_changed = self.inner.config_changed(&pending);
+                pending
+            })
+            .collect();
+        let next = page.next.map(|(at, id)| page::encode(page::Key { at, id }));
+        Ok((approvals, next))
+    }
+
+    /// Every pending approval, oldest first (the operator inbox's first
+    /// list: every waiting conversation is read).
     pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, EngineError> {
         let mut approvals: Vec<PendingApproval> = self
             .inner

@@ -11,9 +11,12 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::turn::Turn;
-use super::{Engine, EngineError, Inner, calls, llm_node, new_message};
+use super::{Engine, EngineError, Inner, calls, claim, llm_node, new_message};
 use crate::a2a::client::{Delegation, delegation_of};
 use crate::context::RequestContext;
+
+/// Proxy approvals read at a time when they are checked at startup.
+const RECONCILE_PAGE: usize = 200;
 
 /// What the sub-agent's task says about a pending proxy approval.
 #[derive(Debug, PartialEq)]
@@ -63,21 +66,33 @@ impl Engine {
     /// background at startup). A sub-agent that cannot be reached leaves
     /// the approval as it is; deciding it later reconciles again.
     pub async fn reconcile_proxy_approvals(&self) {
-        let approvals = match self.pending_approvals().await {
-            Ok(approvals) => approvals,
-            Err(error) => {
-                tracing::warn!(%error, "cannot read the proxy approvals to check them with their sub-agents");
-                return;
-            }
+        let mut query = crate::store::PendingQuery {
+            proxies: true,
+            state: Some(ApprovalState::Pending),
+            limit: RECONCILE_PAGE,
+            ..Default::default()
         };
-        let waiting: Vec<(Uuid, Uuid)> = approvals
-            .into_iter()
-            .filter(|p| p.remote_task_id.is_some() && p.state == ApprovalState::Pending)
-            .map(|p| (p.conversation_id, p.uuid))
-            .collect();
-        for (id, uuid) in waiting {
-            if let Err(error) = self.reconcile_one(id, uuid).await {
-                tracing::warn!(conversation = %id, approval = %uuid, %error, "could not check a proxy approval with its sub-agent");
+        loop {
+            let asked = query.clone();
+            let read = claim::blocking(&self.inner.store, move |s| s.pending_page(&asked))
+                .await
+                .and_then(|read| read.map_err(|e| EngineError::Store(e.to_string())));
+            let page = match read {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the proxy approvals to check them with their sub-agents");
+                    return;
+                }
+            };
+            for pending in page.approvals {
+                let (id, uuid) = (pending.conversation_id, pending.uuid);
+                if let Err(error) = self.reconcile_one(id, uuid).await {
+                    tracing::warn!(conversation = %id, approval = %uuid, %error, "could not check a proxy approval with its sub-agent");
+                }
+            }
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return,
             }
         }
     }

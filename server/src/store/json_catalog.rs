@@ -18,12 +18,12 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use asg_shared::rest::StatusSummary;
-use asg_shared::{ApprovalState, Conversation, ConversationStatus};
+use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use uuid::Uuid;
 
-use super::{ListQuery, StoreError};
+use super::{ListQuery, PendingQuery, StoreError};
 
 /// Bump when the schema or the meaning of a column changes: an older
 /// catalog is then rebuilt.
@@ -53,6 +53,16 @@ CREATE TABLE IF NOT EXISTS approvals (
     conversation_id BLOB NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS approvals_of ON approvals (conversation_id);
+CREATE TABLE IF NOT EXISTS pending (
+    uuid BLOB PRIMARY KEY,
+    conversation_id BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    requested_by TEXT,
+    proxy INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS pending_oldest ON pending (created_at, uuid);
+CREATE INDEX IF NOT EXISTS pending_of ON pending (conversation_id);
 ";
 
 /// The listing's filter on the scope's booleans and subject (?1-?4).
@@ -73,6 +83,36 @@ pub(super) struct Entry {
     unfinished: bool,
     deadline: Option<i64>,
     approvals: Vec<Uuid>,
+    pending: Vec<Pending>,
+}
+
+/// What the catalog keeps of one pending approval.
+#[derive(Debug, Clone, PartialEq)]
+struct Pending {
+    uuid: Uuid,
+    created_at: i64,
+    state: &'static str,
+    requested_by: Option<String>,
+    proxy: bool,
+}
+
+impl Pending {
+    fn of(approval: &PendingApproval) -> Pending {
+        Pending {
+            uuid: approval.uuid,
+            created_at: nanos(approval.created_at),
+            state: state_name(approval.state),
+            requested_by: approval.requested_by.as_ref().map(|by| by.subject.clone()),
+            proxy: approval.remote_task_id.is_some(),
+        }
+    }
+}
+
+fn state_name(state: ApprovalState) -> &'static str {
+    match state {
+        ApprovalState::Pending => "pending",
+        ApprovalState::Executing => "executing",
+    }
 }
 
 impl Entry {
@@ -91,6 +131,7 @@ impl Entry {
             unfinished: conversation.turn_in_progress || executing,
             deadline: super::next_deadline(conversation).map(nanos),
             approvals: conversation.approval_uuids().collect(),
+            pending: conversation.pending().iter().map(Pending::of).collect(),
         }
     }
 }
@@ -104,6 +145,13 @@ fn nanos(at: DateTime<Utc>) -> i64 {
         i64::MIN
     })
 }
+
+/// A listing's sort key: a time and an id.
+type Key = (DateTime<Utc>, Uuid);
+
+/// A page of pending approvals as `(approval, conversation)`, and the key
+/// to list after when more follow.
+type PendingKeys = (Vec<(Uuid, Uuid)>, Option<Key>);
 
 /// One page of ids from [`Catalog::page`].
 #[derive(Debug, Default)]
@@ -235,7 +283,7 @@ impl Catalog {
     pub(super) fn clear(&self) -> Result<(), StoreError> {
         self.set_state("rebuilding")?;
         lock(&self.writer)
-            .execute_batch("DELETE FROM conversations; DELETE FROM approvals;")
+            .execute_batch("DELETE FROM conversations; DELETE FROM approvals; DELETE FROM pending;")
             .map_err(db_error("empty it"))
     }
 
@@ -281,6 +329,7 @@ impl Catalog {
         let writer = lock(&self.writer);
         writer
             .execute("DELETE FROM approvals WHERE conversation_id = ?1", [key])
+            .and_then(|_| writer.execute("DELETE FROM pending WHERE conversation_id = ?1", [key]))
             .and_then(|_| writer.execute("DELETE FROM conversations WHERE id = ?1", [key]))
             .map(drop)
             .map_err(db_error("drop a conversation"))
@@ -348,6 +397,23 @@ impl Catalog {
             .map_err(db_error("look up an approval"))
     }
 
+    /// One page of the pending approvals `query` lists, as `(approval,
+    /// conversation)`, and the key to list after when more follow.
+    pub(super) fn pending_page(&self, query: &PendingQuery) -> Result<PendingKeys, StoreError> {
+        let mut rows = pending_rows(&lock(&self.reader), query)
+            .map_err(db_error("list the pending approvals"))?;
+        let more = rows.len() > query.limit;
+        rows.truncate(query.limit);
+        let next = more
+            .then(|| rows.last())
+            .flatten()
+            .map(|(at, uuid, _)| (DateTime::from_timestamp_nanos(*at), *uuid));
+        Ok((
+            rows.into_iter().map(|(_, uuid, id)| (uuid, id)).collect(),
+            next,
+        ))
+    }
+
     /// One page of the ids `query` lists, and the counts of its scope.
     pub(super) fn page(&self, query: &ListQuery) -> Result<IdPage, StoreError> {
         let reader = lock(&self.reader);
@@ -395,7 +461,62 @@ fn put_entry(tx: &rusqlite::Transaction<'_>, entry: &Entry, dirty: bool) -> rusq
     for uuid in &entry.approvals {
         approval.execute(params![uuid.as_bytes().as_slice(), id])?;
     }
+    tx.execute("DELETE FROM pending WHERE conversation_id = ?1", [id])?;
+    let mut pending = tx.prepare_cached(
+        "INSERT INTO pending (uuid, conversation_id, created_at, state, requested_by, proxy) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO NOTHING",
+    )?;
+    for p in &entry.pending {
+        pending.execute(params![
+            p.uuid.as_bytes().as_slice(),
+            id,
+            p.created_at,
+            p.state,
+            p.requested_by,
+            p.proxy
+        ])?;
+    }
     Ok(())
+}
+
+/// One page of `(approval, conversation)` keys `query` lists, one more
+/// than asked (it tells whether more follow).
+fn pending_rows(
+    reader: &Connection,
+    query: &PendingQuery,
+) -> rusqlite::Result<Vec<(i64, Uuid, Uuid)>> {
+    let (at, after) = match query.after {
+        Some((at, uuid)) => (Some(nanos(at)), Some(uuid.as_bytes().to_vec())),
+        None => (None, None),
+    };
+    let mut statement = reader.prepare_cached(
+        "SELECT created_at, uuid, conversation_id FROM pending \
+         WHERE (?1 IS NULL OR requested_by = ?1) AND (NOT ?2 OR proxy) \
+           AND (?3 IS NULL OR state = ?3) \
+           AND (?4 IS NULL OR created_at > ?4 OR (created_at = ?4 AND uuid > ?5)) \
+         ORDER BY created_at, uuid LIMIT ?6",
+    )?;
+    let rows = statement.query_map(
+        params![
+            query.requested_by,
+            query.proxies,
+            query.state.map(state_name),
+            at,
+            after,
+            i64::try_from(query.limit + 1).unwrap_or(i64::MAX)
+        ],
+        |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, Vec<u8>>(1)?,
+                row.get::<_, Vec<u8>>(2)?,
+            ))
+        },
+    )?;
+    Ok(rows
+        .filter_map(Result::ok)
+        .filter_map(|(at, uuid, id)| Some((at, uuid_of(uuid)?, uuid_of(id)?)))
+        .collect())
 }
 
 /// Counts by status of every conversation in the query's scope.

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::group_sync::GroupSync;
 use super::json_catalog::{Catalog, Entry, Trust};
-use super::{Claim, Deadlines, ListPage, ListQuery, Store, StoreError};
+use super::{Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, Store, StoreError};
 
 /// Name of the directory (under the data dir) unreadable files go to.
 pub const QUARANTINE_DIR: &str = "quarantine";
@@ -306,6 +306,27 @@ impl Store for JsonFileStore {
         })
     }
 
+    fn pending_page(&self, query: &PendingQuery) -> Result<PendingPage, StoreError> {
+        let (keys, next) = self.catalog.pending_page(query)?;
+        let mut read: std::collections::HashMap<Uuid, Conversation> = Default::default();
+        let mut approvals = Vec::with_capacity(keys.len());
+        for (uuid, id) in keys {
+            let conversation = match read.entry(id) {
+                std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                std::collections::hash_map::Entry::Vacant(new) => {
+                    match self.load_listed(vec![id]).pop() {
+                        Some(conversation) => new.insert(conversation),
+                        None => continue,
+                    }
+                }
+            };
+            if let Some(approval) = conversation.pending_by_uuid(uuid) {
+                approvals.push(approval.clone());
+            }
+        }
+        Ok(PendingPage { approvals, next })
+    }
+
     fn list_page(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         let page = self.catalog.page(query)?;
         Ok(ListPage {
@@ -316,8 +337,8 @@ impl Store for JsonFileStore {
     }
 
     fn claim(&self, id: Uuid) -> Result<Claim, StoreError> {
-        // One process: the engine's lock is the claim; this is the version
-        // to start from.
+        // One process: nothing else changes the files (the engine does not
+        // even ask: its slot lock is the claim); the version to start from.
         Ok(Claim::Taken(self.load(id)?.map(Box::new)))
     }
 

@@ -21,7 +21,7 @@ pub mod postgres;
 use std::sync::Arc;
 
 use asg_shared::rest::StatusSummary;
-use asg_shared::{ApprovalState, Conversation, ConversationStatus};
+use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -83,6 +83,47 @@ pub fn next_deadline(conversation: &Conversation) -> Option<DateTime<Utc>> {
         .min()
 }
 
+/// What [`Store::pending_page`] lists: pending approvals, oldest first
+/// (ties by uuid).
+#[derive(Debug, Clone, Default)]
+pub struct PendingQuery {
+    /// Only the approvals this subject asked for (`None`: every one).
+    pub requested_by: Option<String>,
+    /// Only proxy approvals (a sub-agent's, with its task).
+    pub proxies: bool,
+    /// Only in this state.
+    pub state: Option<ApprovalState>,
+    /// After this `(created_at, uuid)` (a cursor).
+    pub after: Option<(DateTime<Utc>, Uuid)>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+impl PendingQuery {
+    /// Whether `approval` is listed (cursor aside).
+    pub fn admits(&self, approval: &PendingApproval) -> bool {
+        let asked = match &self.requested_by {
+            Some(subject) => approval
+                .requested_by
+                .as_ref()
+                .is_some_and(|by| &by.subject == subject),
+            None => true,
+        };
+        asked
+            && (!self.proxies || approval.remote_task_id.is_some())
+            && self.state.is_none_or(|state| state == approval.state)
+    }
+}
+
+/// One page of pending approvals.
+#[derive(Debug, Default)]
+pub struct PendingPage {
+    /// Oldest first.
+    pub approvals: Vec<PendingApproval>,
+    /// When more follow: the key to list after.
+    pub next: Option<(DateTime<Utc>, Uuid)>,
+}
+
 /// What [`Store::claim`] found.
 #[derive(Debug)]
 pub enum Claim {
@@ -134,6 +175,32 @@ pub trait Store: Send + Sync + 'static {
     fn conversation_of_approval(&self, uuid: Uuid) -> Result<Option<Uuid>, StoreError>;
     /// Every conversation waiting for approval.
     fn waiting(&self) -> Result<Vec<Conversation>, StoreError>;
+    /// One page of the pending approvals `query` lists (only the page's
+    /// conversations are read whole). By default, from every waiting
+    /// conversation.
+    fn pending_page(&self, query: &PendingQuery) -> Result<PendingPage, StoreError> {
+        let mut listed: Vec<PendingApproval> = self
+            .waiting()?
+            .iter()
+            .flat_map(|c| c.pending().to_vec())
+            .filter(|p| query.admits(p))
+            .filter(|p| {
+                query
+                    .after
+                    .is_none_or(|after| (p.created_at, p.uuid) > after)
+            })
+            .collect();
+        listed.sort_by_key(|p| (p.created_at, p.uuid));
+        let next = (listed.len() > query.limit)
+            .then(|| listed.get(query.limit.wrapping_sub(1)))
+            .flatten()
+            .map(|p| (p.created_at, p.uuid));
+        listed.truncate(query.limit);
+        Ok(PendingPage {
+            approvals: listed,
+            next,
+        })
+    }
     /// The conversations whose approvals have a deadline that came by
     /// `now` (only those are read whole), and the next one after it. By
     /// default, from every waiting conversation.

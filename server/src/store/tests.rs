@@ -481,3 +481,91 @@ async fn only_conversations_whose_deadline_came_are_due() {
         );
     }
 }
+
+fn approval_by(
+    conversation: Uuid,
+    minutes_ago: i64,
+    by: &str,
+    extra: serde_json::Value,
+) -> asg_shared::PendingApproval {
+    let mut value = serde_json::json!({
+        "uuid": Uuid::new_v4(), "conversation_id": conversation, "tool_name": "resources_add",
+        "tool_args": {}, "description": "", "call_id": "c1",
+        "created_at": Utc::now() - Duration::minutes(minutes_ago),
+        "requested_by": {"subject": by},
+    });
+    value
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_approvals_page_oldest_first_and_only_what_was_asked() {
+    use super::PendingQuery;
+    use asg_shared::ApprovalState;
+    for (kind, backend) in backends().await {
+        let store = open(&backend).await;
+        let (mut two, _) = waiting_for_approval(9, "two approvals");
+        let oldest = approval_by(two.id, 5, "alice", serde_json::json!({}));
+        let executing = approval_by(two.id, 3, "bob", serde_json::json!({"state": "executing"}));
+        two.set_pending(vec![oldest.clone(), executing.clone()]);
+        let (mut one, _) = waiting_for_approval(8, "a proxy");
+        let proxy = approval_by(
+            one.id,
+            4,
+            "alice",
+            serde_json::json!({"remote_task_id": "task-1"}),
+        );
+        one.set_pending(vec![proxy.clone()]);
+        let saved = [two, one, conversation(1, "none")];
+        blocking(&store, move |s| {
+            saved.iter().for_each(|c| save(s, c).unwrap())
+        })
+        .await;
+        let page = |query: PendingQuery| {
+            let store = store.clone();
+            async move { blocking(&store, move |s| s.pending_page(&query).unwrap()).await }
+        };
+        let uuids = |p: &super::PendingPage| p.approvals.iter().map(|a| a.uuid).collect::<Vec<_>>();
+
+        let first = page(PendingQuery {
+            limit: 2,
+            ..Default::default()
+        })
+        .await;
+        assert_eq!(uuids(&first), [oldest.uuid, proxy.uuid], "{kind}");
+        assert_eq!(first.approvals[1], proxy, "{kind}: read whole");
+        let rest = page(PendingQuery {
+            limit: 2,
+            after: first.next,
+            ..Default::default()
+        })
+        .await;
+        assert_eq!(uuids(&rest), [executing.uuid], "{kind}");
+        assert_eq!(rest.next, None, "{kind}");
+        let alice = PendingQuery {
+            limit: 10,
+            requested_by: Some("alice".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            uuids(&page(alice).await),
+            [oldest.uuid, proxy.uuid],
+            "{kind}"
+        );
+        let proxies = PendingQuery {
+            limit: 10,
+            proxies: true,
+            ..Default::default()
+        };
+        assert_eq!(uuids(&page(proxies).await), [proxy.uuid], "{kind}");
+        let running = PendingQuery {
+            limit: 10,
+            state: Some(ApprovalState::Executing),
+            ..Default::default()
+        };
+        assert_eq!(uuids(&page(running).await), [executing.uuid], "{kind}");
+    }
+}
