@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-/// How long the agent may take to print its address and answer `/health`.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest wait for a start: the first start on seeded JSON files builds
+/// the store's catalog from every file (minutes with 1,000,000).
+const START_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How long the agent may take to exit after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Lines of output kept for error messages.

@@ -263,6 +263,12 @@ impl Report {
                 ),
             );
         }
+        line(
+            out,
+            "   (on the JSON files, run 1 builds the store's catalog from the seeded files, \
+             as the first start after an upgrade does; later runs open it)"
+                .into(),
+        );
         let (min, median) = self.startup_min_median();
         line(
             out,
