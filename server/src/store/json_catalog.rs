@@ -18,12 +18,18 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use asg_shared::rest::StatusSummary;
-use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use uuid::Uuid;
 
 use super::{ListQuery, PendingQuery, StoreError};
+
+mod queries;
+mod rows;
+
+use queries::{counts, page_rows, pending_rows};
+pub(super) use rows::Entry;
+use rows::put_entry;
 
 /// Bump when the schema or the meaning of a column changes: an older
 /// catalog is then rebuilt.
@@ -64,77 +70,6 @@ CREATE TABLE IF NOT EXISTS pending (
 CREATE INDEX IF NOT EXISTS pending_oldest ON pending (created_at, uuid);
 CREATE INDEX IF NOT EXISTS pending_of ON pending (conversation_id);
 ";
-
-/// The listing's filter on the scope's booleans and subject (?1-?4).
-macro_rules! in_scope {
-    () => {
-        "(?1 OR owner = ?2 OR (owner IS NULL AND ?3) OR (?4 AND had_approval))"
-    };
-}
-
-/// What the catalog keeps of one conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Entry {
-    id: Uuid,
-    created_at: i64,
-    status: &'static str,
-    owner: Option<String>,
-    had_approval: bool,
-    unfinished: bool,
-    deadline: Option<i64>,
-    approvals: Vec<Uuid>,
-    pending: Vec<Pending>,
-}
-
-/// What the catalog keeps of one pending approval.
-#[derive(Debug, Clone, PartialEq)]
-struct Pending {
-    uuid: Uuid,
-    created_at: i64,
-    state: &'static str,
-    requested_by: Option<String>,
-    proxy: bool,
-}
-
-impl Pending {
-    fn of(approval: &PendingApproval) -> Pending {
-        Pending {
-            uuid: approval.uuid,
-            created_at: nanos(approval.created_at),
-            state: state_name(approval.state),
-            requested_by: approval.requested_by.as_ref().map(|by| by.subject.clone()),
-            proxy: approval.remote_task_id.is_some(),
-        }
-    }
-}
-
-fn state_name(state: ApprovalState) -> &'static str {
-    match state {
-        ApprovalState::Pending => "pending",
-        ApprovalState::Executing => "executing",
-    }
-}
-
-impl Entry {
-    /// The catalog's row of `conversation`.
-    pub(super) fn of(conversation: &Conversation) -> Entry {
-        let executing = conversation
-            .pending()
-            .iter()
-            .any(|p| p.state == ApprovalState::Executing);
-        Entry {
-            id: conversation.id,
-            created_at: nanos(conversation.created_at),
-            status: conversation.status.as_str(),
-            owner: conversation.owner.clone(),
-            had_approval: conversation.had_approval(),
-            unfinished: conversation.turn_in_progress || executing,
-            deadline: super::next_deadline(conversation).map(nanos),
-            approvals: conversation.approval_uuids().collect(),
-            pending: conversation.pending().iter().map(Pending::of).collect(),
-        }
-    }
-}
 
 /// Nanoseconds since the epoch (a time beyond what i64 holds, about
 /// 1677 to 2262, is clamped: it still sorts first or last).
@@ -431,151 +366,6 @@ impl Catalog {
             summary,
         })
     }
-}
-
-fn put_entry(tx: &rusqlite::Transaction<'_>, entry: &Entry, dirty: bool) -> rusqlite::Result<()> {
-    let id = entry.id.as_bytes().as_slice();
-    tx.execute(
-        "INSERT INTO conversations \
-           (id, created_at, status, owner, had_approval, unfinished, deadline, dirty) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-         ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, \
-           status = excluded.status, owner = excluded.owner, \
-           had_approval = excluded.had_approval, unfinished = excluded.unfinished, \
-           deadline = excluded.deadline, dirty = excluded.dirty",
-        params![
-            id,
-            entry.created_at,
-            entry.status,
-            entry.owner,
-            entry.had_approval,
-            entry.unfinished,
-            entry.deadline,
-            dirty
-        ],
-    )?;
-    let mut approval = tx.prepare_cached(
-        "INSERT INTO approvals (uuid, conversation_id) VALUES (?1, ?2) \
-         ON CONFLICT (uuid) DO NOTHING",
-    )?;
-    for uuid in &entry.approvals {
-        approval.execute(params![uuid.as_bytes().as_slice(), id])?;
-    }
-    tx.execute("DELETE FROM pending WHERE conversation_id = ?1", [id])?;
-    let mut pending = tx.prepare_cached(
-        "INSERT INTO pending (uuid, conversation_id, created_at, state, requested_by, proxy) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO NOTHING",
-    )?;
-    for p in &entry.pending {
-        pending.execute(params![
-            p.uuid.as_bytes().as_slice(),
-            id,
-            p.created_at,
-            p.state,
-            p.requested_by,
-            p.proxy
-        ])?;
-    }
-    Ok(())
-}
-
-/// One page of `(approval, conversation)` keys `query` lists, one more
-/// than asked (it tells whether more follow).
-fn pending_rows(
-    reader: &Connection,
-    query: &PendingQuery,
-) -> rusqlite::Result<Vec<(i64, Uuid, Uuid)>> {
-    let (at, after) = match query.after {
-        Some((at, uuid)) => (Some(nanos(at)), Some(uuid.as_bytes().to_vec())),
-        None => (None, None),
-    };
-    let mut statement = reader.prepare_cached(
-        "SELECT created_at, uuid, conversation_id FROM pending \
-         WHERE (?1 IS NULL OR requested_by = ?1) AND (NOT ?2 OR proxy) \
-           AND (?3 IS NULL OR state = ?3) \
-           AND (?4 IS NULL OR created_at > ?4 OR (created_at = ?4 AND uuid > ?5)) \
-         ORDER BY created_at, uuid LIMIT ?6",
-    )?;
-    let rows = statement.query_map(
-        params![
-            query.requested_by,
-            query.proxies,
-            query.state.map(state_name),
-            at,
-            after,
-            i64::try_from(query.limit + 1).unwrap_or(i64::MAX)
-        ],
-        |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, Vec<u8>>(1)?,
-                row.get::<_, Vec<u8>>(2)?,
-            ))
-        },
-    )?;
-    Ok(rows
-        .filter_map(Result::ok)
-        .filter_map(|(at, uuid, id)| Some((at, uuid_of(uuid)?, uuid_of(id)?)))
-        .collect())
-}
-
-/// Counts by status of every conversation in the query's scope.
-fn counts(reader: &Connection, query: &ListQuery) -> rusqlite::Result<StatusSummary> {
-    let scope = &query.scope;
-    let mut statement = reader.prepare_cached(concat!(
-        "SELECT status, count(*) FROM conversations WHERE ",
-        in_scope!(),
-        " GROUP BY status"
-    ))?;
-    let rows = statement.query_map(
-        params![
-            scope.everything,
-            scope.subject,
-            scope.anonymous,
-            scope.approvals
-        ],
-        |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)),
-    )?;
-    let mut summary = StatusSummary::default();
-    for (status, count) in rows.filter_map(Result::ok) {
-        if let Some(status) = ConversationStatus::parse(&status) {
-            summary.add(status, usize::try_from(count).unwrap_or(0));
-        }
-    }
-    Ok(summary)
-}
-
-/// The page's keys, one more than asked (it tells whether more follow).
-fn page_rows(reader: &Connection, query: &ListQuery) -> rusqlite::Result<Vec<(i64, Uuid)>> {
-    let scope = &query.scope;
-    let (at, after) = match query.after {
-        Some((at, id)) => (Some(nanos(at)), Some(id.as_bytes().to_vec())),
-        None => (None, None),
-    };
-    let mut statement = reader.prepare_cached(concat!(
-        "SELECT created_at, id FROM conversations WHERE ",
-        in_scope!(),
-        " AND (?5 IS NULL OR status = ?5) \
-          AND (?6 IS NULL OR created_at < ?6 OR (created_at = ?6 AND id > ?7)) \
-          ORDER BY created_at DESC, id LIMIT ?8"
-    ))?;
-    let rows = statement.query_map(
-        params![
-            scope.everything,
-            scope.subject,
-            scope.anonymous,
-            scope.approvals,
-            query.status.map(|s| s.as_str()),
-            at,
-            after,
-            i64::try_from(query.limit + 1).unwrap_or(i64::MAX)
-        ],
-        |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Vec<u8>>(1)?)),
-    )?;
-    Ok(rows
-        .filter_map(Result::ok)
-        .filter_map(|(at, id)| uuid_of(id).map(|id| (at, id)))
-        .collect())
 }
 
 /// This boot of the machine (Linux); `None` elsewhere, where a catalog

@@ -1,0 +1,122 @@
+//! The catalog's rows: what it keeps of a conversation and of its pending
+//! approvals, and how a row is written.
+
+use asg_shared::{ApprovalState, Conversation, PendingApproval};
+use rusqlite::params;
+use uuid::Uuid;
+
+use super::nanos;
+
+/// What the catalog keeps of one conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub(in crate::store) struct Entry {
+    pub(super) id: Uuid,
+    created_at: i64,
+    status: &'static str,
+    owner: Option<String>,
+    had_approval: bool,
+    unfinished: bool,
+    deadline: Option<i64>,
+    approvals: Vec<Uuid>,
+    pending: Vec<Pending>,
+}
+
+/// What the catalog keeps of one pending approval.
+#[derive(Debug, Clone, PartialEq)]
+struct Pending {
+    uuid: Uuid,
+    created_at: i64,
+    state: &'static str,
+    requested_by: Option<String>,
+    proxy: bool,
+}
+
+impl Pending {
+    fn of(approval: &PendingApproval) -> Pending {
+        Pending {
+            uuid: approval.uuid,
+            created_at: nanos(approval.created_at),
+            state: state_name(approval.state),
+            requested_by: approval.requested_by.as_ref().map(|by| by.subject.clone()),
+            proxy: approval.remote_task_id.is_some(),
+        }
+    }
+}
+
+pub(super) fn state_name(state: ApprovalState) -> &'static str {
+    match state {
+        ApprovalState::Pending => "pending",
+        ApprovalState::Executing => "executing",
+    }
+}
+
+impl Entry {
+    /// The catalog's row of `conversation`.
+    pub(in crate::store) fn of(conversation: &Conversation) -> Entry {
+        let executing = conversation
+            .pending()
+            .iter()
+            .any(|p| p.state == ApprovalState::Executing);
+        Entry {
+            id: conversation.id,
+            created_at: nanos(conversation.created_at),
+            status: conversation.status.as_str(),
+            owner: conversation.owner.clone(),
+            had_approval: conversation.had_approval(),
+            unfinished: conversation.turn_in_progress || executing,
+            deadline: crate::store::next_deadline(conversation).map(nanos),
+            approvals: conversation.approval_uuids().collect(),
+            pending: conversation.pending().iter().map(Pending::of).collect(),
+        }
+    }
+}
+
+pub(super) fn put_entry(
+    tx: &rusqlite::Transaction<'_>,
+    entry: &Entry,
+    dirty: bool,
+) -> rusqlite::Result<()> {
+    let id = entry.id.as_bytes().as_slice();
+    tx.execute(
+        "INSERT INTO conversations \
+           (id, created_at, status, owner, had_approval, unfinished, deadline, dirty) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, \
+           status = excluded.status, owner = excluded.owner, \
+           had_approval = excluded.had_approval, unfinished = excluded.unfinished, \
+           deadline = excluded.deadline, dirty = excluded.dirty",
+        params![
+            id,
+            entry.created_at,
+            entry.status,
+            entry.owner,
+            entry.had_approval,
+            entry.unfinished,
+            entry.deadline,
+            dirty
+        ],
+    )?;
+    let mut approval = tx.prepare_cached(
+        "INSERT INTO approvals (uuid, conversation_id) VALUES (?1, ?2) \
+         ON CONFLICT (uuid) DO NOTHING",
+    )?;
+    for uuid in &entry.approvals {
+        approval.execute(params![uuid.as_bytes().as_slice(), id])?;
+    }
+    tx.execute("DELETE FROM pending WHERE conversation_id = ?1", [id])?;
+    let mut pending = tx.prepare_cached(
+        "INSERT INTO pending (uuid, conversation_id, created_at, state, requested_by, proxy) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO NOTHING",
+    )?;
+    for p in &entry.pending {
+        pending.execute(params![
+            p.uuid.as_bytes().as_slice(),
+            id,
+            p.created_at,
+            p.state,
+            p.requested_by,
+            p.proxy
+        ])?;
+    }
+    Ok(())
+}
