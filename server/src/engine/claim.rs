@@ -210,14 +210,6 @@ impl Inner {
         })
     }
 
-    /// Conversations waiting for approval.
-    pub(crate) async fn waiting(&self) -> Result<Vec<Arc<Conversation>>, EngineError> {
-        let stored = blocking(&self.store, |s| s.waiting())
-            .await?
-            .map_err(store_error)?;
-        Ok(stored.into_iter().map(Arc::new).collect())
-    }
-
     /// [`super::Engine::list_for`]: only the page is read whole.
     pub(crate) async fn list_stored(
         &self,

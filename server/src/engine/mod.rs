@@ -600,21 +600,13 @@ impl Engine {
     }
 
     /// Every pending approval, oldest first (the operator inbox's first
-    /// list: every waiting conversation is read).
+    /// list).
     pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, EngineError> {
-        let mut approvals: Vec<PendingApproval> = self
-            .inner
-            .waiting()
-            .await?
-            .iter()
-            .flat_map(|c| c.pending().to_vec())
-            .map(|mut pending| {
-                pending.config_changed = self.inner.config_changed(&pending);
-                pending
-            })
-            .collect();
-        approvals.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.uuid.cmp(&b.uuid)));
-        Ok(approvals)
+        let every = crate::store::PendingQuery {
+            limit: usize::MAX,
+            ..Default::default()
+        };
+        Ok(self.pending_page(every).await?.0)
     }
 }
 

@@ -27,6 +27,8 @@ use super::{Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, St
 pub const QUARANTINE_DIR: &str = "quarantine";
 /// The catalog, under the data dir (see [`super::json_catalog`]).
 pub const CATALOG_PATH: &str = "index/catalog.sqlite3";
+/// Conversations kept at a time while a list of pending approvals is read.
+const PENDING_READ_AHEAD: usize = 64;
 /// Rows written per transaction while the catalog is rebuilt.
 const REBUILD_BATCH: usize = 2_000;
 
@@ -311,6 +313,9 @@ impl Store for JsonFileStore {
         let mut read: std::collections::HashMap<Uuid, Conversation> = Default::default();
         let mut approvals = Vec::with_capacity(keys.len());
         for (uuid, id) in keys {
+            if read.len() >= PENDING_READ_AHEAD && !read.contains_key(&id) {
+                read.clear(); // bounded: a long list is not held whole
+            }
             let conversation = match read.entry(id) {
                 std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
                 std::collections::hash_map::Entry::Vacant(new) => {

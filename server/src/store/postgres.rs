@@ -214,7 +214,7 @@ impl PgStore {
             .bind(query.status.map(|s| s.as_str()))
             .bind(at)
             .bind(id)
-            .bind(i64::try_from(query.limit + 1).unwrap_or(i64::MAX))
+            .bind(i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX))
             .fetch_all(&self.pool),
         )
         .await?;

@@ -42,7 +42,7 @@ pub(super) fn pending_rows(
             query.state.map(state_name),
             at,
             after,
-            i64::try_from(query.limit + 1).unwrap_or(i64::MAX)
+            i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX)
         ],
         |row| {
             Ok((
@@ -110,7 +110,7 @@ pub(super) fn page_rows(
             query.status.map(|s| s.as_str()),
             at,
             after,
-            i64::try_from(query.limit + 1).unwrap_or(i64::MAX)
+            i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX)
         ],
         |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Vec<u8>>(1)?)),
     )?;
