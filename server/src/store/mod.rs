@@ -14,6 +14,7 @@
 mod group_sync;
 mod json_catalog;
 mod json_files;
+mod pg_approvals;
 mod pg_commit;
 mod pg_lease;
 pub mod postgres;
@@ -122,6 +123,14 @@ pub struct PendingPage {
     pub approvals: Vec<PendingApproval>,
     /// When more follow: the key to list after.
     pub next: Option<(DateTime<Utc>, Uuid)>,
+}
+
+/// An approval state as stored (its JSON name).
+pub(crate) fn state_name(state: ApprovalState) -> &'static str {
+    match state {
+        ApprovalState::Pending => "pending",
+        ApprovalState::Executing => "executing",
+    }
 }
 
 /// What [`Store::claim`] found.

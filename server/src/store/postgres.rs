@@ -29,9 +29,10 @@ use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use super::pg_lease::Leases;
-use super::{Claim, ListPage, ListQuery, Store, StoreError};
+use super::{Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, Store, StoreError};
 use asg_shared::ConversationStatus;
 use asg_shared::rest::StatusSummary;
+use chrono::{DateTime, Utc};
 
 /// The channel every commit notifies, with the conversation id.
 pub const CHANGES: &str = "asg_conversations";
@@ -317,6 +318,25 @@ impl Store for PgStore {
             ))
             .map_err(Self::read_error("a conversation"))?;
         Ok(doc.and_then(|doc| self.parse(id, doc)))
+    }
+
+    fn pending_page(&self, query: &PendingQuery) -> Result<PendingPage, StoreError> {
+        self.block(super::pg_approvals::page(&self.pool, query))
+            .map_err(Self::read_error("the pending approvals"))
+    }
+
+    fn deadlines(&self, now: DateTime<Utc>) -> Result<Deadlines, StoreError> {
+        let (due, next) = self
+            .block(super::pg_approvals::deadlines(&self.pool, now))
+            .map_err(Self::read_error("the approvals' deadlines"))?;
+        let mut deadlines = Deadlines {
+            due: Vec::new(),
+            next,
+        };
+        for id in due {
+            deadlines.due.extend(self.load(id)?);
+        }
+        Ok(deadlines)
     }
 
     fn conversation_of_approval(&self, uuid: Uuid) -> Result<Option<Uuid>, StoreError> {

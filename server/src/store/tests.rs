@@ -475,9 +475,9 @@ async fn only_conversations_whose_deadline_came_are_due() {
         due.sort();
         assert_eq!(due, ["expired", "to remind"], "{kind}");
         assert_eq!(
-            deadlines.next,
-            Some(now + Duration::minutes(5)),
-            "{kind}: the earliest still to come"
+            deadlines.next.map(|at| at.timestamp_micros()),
+            Some((now + Duration::minutes(5)).timestamp_micros()),
+            "{kind}: the earliest still to come (to the microsecond)"
         );
     }
 }

@@ -7,7 +7,6 @@ use asg_shared::rest::StatusSummary;
 use rusqlite::{Connection, params};
 use uuid::Uuid;
 
-use super::rows::state_name;
 use super::{nanos, uuid_of};
 use crate::store::{ListQuery, PendingQuery};
 
@@ -39,7 +38,7 @@ pub(super) fn pending_rows(
         params![
             query.requested_by,
             query.proxies,
-            query.state.map(state_name),
+            query.state.map(crate::store::state_name),
             at,
             after,
             i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX)

@@ -36,17 +36,10 @@ impl Pending {
         Pending {
             uuid: approval.uuid,
             created_at: nanos(approval.created_at),
-            state: state_name(approval.state),
+            state: crate::store::state_name(approval.state),
             requested_by: approval.requested_by.as_ref().map(|by| by.subject.clone()),
             proxy: approval.remote_task_id.is_some(),
         }
-    }
-}
-
-pub(super) fn state_name(state: ApprovalState) -> &'static str {
-    match state {
-        ApprovalState::Pending => "pending",
-        ApprovalState::Executing => "executing",
     }
 }
 
