@@ -399,7 +399,8 @@ async fn a_reminder_is_sent_once_and_recorded() {
 async fn shutdown_ends_the_task() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(dir.path(), &[]).await;
-    assert_eq!(engine.inner.expiry.tasks.len(), 1);
+    // The expiry task and the cache's eviction.
+    assert_eq!(engine.inner.expiry.tasks.len(), 2);
     tokio::time::timeout(
         Duration::from_secs(2),
         engine.shutdown(Duration::from_secs(5)),
