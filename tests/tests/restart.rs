@@ -1,6 +1,8 @@
 //! Restarts: TS-005 (a pending approval survives a restart), no orphaned
-//! tool servers after SIGTERM, and an approval interrupted between
-//! "approved" and "result recorded" is reported, never run again.
+//! tool servers after SIGTERM, an approval interrupted between
+//! "approved" and "result recorded" is reported, never run again, and the
+//! JSON store's catalog kept across a kill, closed by a graceful stop and
+//! rebuilt when it is gone.
 
 use std::time::{Duration, Instant};
 
@@ -162,4 +164,70 @@ async fn sigterm_does_not_wait_for_open_event_streams() {
         "shutdown waited {:?} for an open event stream",
         started.elapsed()
     );
+}
+
+/// The catalog's recorded state (`closed`, or `open <boot id>`).
+fn catalog_state(data_dir: &std::path::Path) -> String {
+    let catalog = rusqlite::Connection::open(data_dir.join("index/catalog.sqlite3")).unwrap();
+    catalog
+        .query_row("SELECT value FROM meta WHERE key = 'state'", [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+}
+
+async fn summary(agent: &Agent) -> (u64, u64) {
+    let (status, list) = agent.get("/conversations?limit=1").await;
+    assert_eq!(status, 200, "{list}");
+    let summary = &list["summary"];
+    (
+        summary["total"].as_u64().unwrap(),
+        summary["waiting_approval"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_catalog_is_kept_across_a_kill_closed_by_a_stop_and_rebuilt_when_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = testdata("agent-resources.yaml");
+    let mut first = Agent::start(&config, on(tmp.path())).await;
+    for _ in 0..2 {
+        assert_eq!(first.say_new("list resources").await.0, 201);
+    }
+    let (status, waiting) = first.say_new("create a server kept-1 with value 7").await;
+    assert_eq!(status, 201, "{waiting}");
+    let uuid = approval_uuid(&waiting);
+    assert!(catalog_state(tmp.path()).starts_with("open "));
+    first.kill();
+    // A file the catalog does not know: a start that trusts the catalog
+    // never reads it.
+    let stray = tmp
+        .path()
+        .join("conversations")
+        .join(format!("{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&stray, "{not json").unwrap();
+
+    let mut second = Agent::start(&config, on(tmp.path())).await;
+    assert_eq!(summary(&second).await, (3, 1), "as before the kill");
+    let (_, approvals) = second.get("/approvals").await;
+    assert_eq!(approvals["approvals"][0]["uuid"], uuid.as_str());
+    let (_, health) = second.get("/health").await;
+    assert_eq!(health["details"]["quarantined_files"], 0, "{health}");
+    assert!(stray.exists(), "the files were not read at startup");
+    let (status, approved) = second.decide(&uuid, json!({"approved": true})).await;
+    assert_eq!(status, 200, "{approved}");
+    assert!(second.stop().unwrap().success(), "{}", second.log());
+    assert_eq!(
+        catalog_state(tmp.path()),
+        "closed",
+        "a graceful stop closes it"
+    );
+
+    std::fs::remove_dir_all(tmp.path().join("index")).unwrap();
+    let third = Agent::start(&config, on(tmp.path())).await;
+    assert_eq!(summary(&third).await, (3, 0), "rebuilt from the files");
+    let (_, health) = third.get("/health").await;
+    assert_eq!(health["details"]["quarantined_files"], 1, "{health}");
+    assert!(!stray.exists(), "a rebuild sets the unreadable file aside");
+    assert_eq!(third.list_resources().await.len(), 1);
 }

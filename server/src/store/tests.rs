@@ -474,9 +474,12 @@ async fn only_conversations_whose_deadline_came_are_due() {
             .collect();
         due.sort();
         assert_eq!(due, ["expired", "to remind"], "{kind}");
-        let off = deadlines
-            .next
-            .map(|at| (at - (now + Duration::minutes(5))).num_nanoseconds().unwrap().abs());
+        let off = deadlines.next.map(|at| {
+            (at - (now + Duration::minutes(5)))
+                .num_nanoseconds()
+                .unwrap()
+                .abs()
+        });
         assert!(
             off.is_some_and(|off| off <= 1_000),
             "{kind}: the earliest still to come (to the microsecond): {:?}",
