@@ -50,8 +50,10 @@ CREATE TABLE IF NOT EXISTS conversations (
 CREATE INDEX IF NOT EXISTS conversations_newest ON conversations (created_at DESC, id);
 CREATE INDEX IF NOT EXISTS conversations_dirty ON conversations (id) WHERE dirty = 1;
 CREATE INDEX IF NOT EXISTS conversations_unfinished ON conversations (id) WHERE unfinished = 1;
-CREATE INDEX IF NOT EXISTS conversations_waiting ON conversations (created_at)
-    WHERE status = 'waiting_approval';
+CREATE INDEX IF NOT EXISTS conversations_owner ON conversations (owner, created_at DESC, id);
+CREATE INDEX IF NOT EXISTS conversations_status ON conversations (status, created_at DESC, id);
+CREATE INDEX IF NOT EXISTS conversations_approval ON conversations (created_at DESC, id)
+    WHERE had_approval;
 CREATE INDEX IF NOT EXISTS conversations_deadline ON conversations (deadline)
     WHERE deadline IS NOT NULL;
 CREATE TABLE IF NOT EXISTS approvals (
@@ -270,15 +272,15 @@ impl Catalog {
             .map_err(db_error("drop a conversation"))
     }
 
-    /// Ids of the rows `filter` (a fixed condition on `values`) selects,
-    /// oldest first.
+    /// Ids of the rows `filter` (a fixed condition on `values`, with the
+    /// order wanted) selects.
     fn ids_where(
         &self,
         filter: &str,
         values: impl rusqlite::Params,
     ) -> Result<Vec<Uuid>, StoreError> {
         let reader = lock(&self.reader);
-        let sql = format!("SELECT id FROM conversations WHERE {filter} ORDER BY created_at");
+        let sql = format!("SELECT id FROM conversations WHERE {filter}");
         let mut statement = reader.prepare_cached(&sql).map_err(db_error("read"))?;
         let rows = statement
             .query_map(values, |row| row.get::<_, Vec<u8>>(0))
@@ -293,7 +295,7 @@ impl Catalog {
         now: DateTime<Utc>,
     ) -> Result<(Vec<Uuid>, Option<DateTime<Utc>>), StoreError> {
         let now = nanos(now);
-        let due = self.ids_where("deadline <= ?1", [now])?;
+        let due = self.ids_where("deadline <= ?1 ORDER BY deadline", [now])?;
         let next: Option<i64> = lock(&self.reader)
             .query_row(
                 "SELECT min(deadline) FROM conversations WHERE deadline > ?1",
@@ -316,7 +318,7 @@ impl Catalog {
 
     /// Conversations waiting for approval, oldest first.
     pub(super) fn waiting(&self) -> Result<Vec<Uuid>, StoreError> {
-        self.ids_where("status = 'waiting_approval'", [])
+        self.ids_where("status = 'waiting_approval' ORDER BY created_at", [])
     }
 
     /// The conversation approval `uuid` belongs to.

@@ -29,6 +29,8 @@ pub const QUARANTINE_DIR: &str = "quarantine";
 pub const CATALOG_PATH: &str = "index/catalog.sqlite3";
 /// Conversations kept at a time while a list of pending approvals is read.
 const PENDING_READ_AHEAD: usize = 64;
+/// How often a rebuild logs its progress (conversations).
+const REBUILD_PROGRESS: usize = 100_000;
 /// Rows written per transaction while the catalog is rebuilt.
 const REBUILD_BATCH: usize = 2_000;
 
@@ -97,6 +99,8 @@ impl JsonFileStore {
             if batch.len() == REBUILD_BATCH {
                 self.catalog.put(&batch, false)?;
                 batch.clear();
+            }
+            if count.is_multiple_of(REBUILD_PROGRESS) {
                 tracing::info!(conversations = count, "building the conversation catalog");
             }
             Ok(())
