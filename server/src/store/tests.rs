@@ -575,3 +575,44 @@ async fn pending_approvals_page_oldest_first_and_only_what_was_asked() {
         assert_eq!(uuids(&page(running).await), [executing.uuid], "{kind}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_of_one_walk_conversations_created_at_the_same_instant_once_each() {
+    for (kind, backend) in backends().await {
+        let store = open(&backend).await;
+        let at = Utc::now() - Duration::minutes(1);
+        let mut same: Vec<Conversation> = (0..3)
+            .map(|n| {
+                let mut c = conversation(1, &format!("same {n}"));
+                c.created_at = at;
+                c
+            })
+            .collect();
+        let mut all = same.clone();
+        all.push(conversation(0, "newest"));
+        all.push(conversation(5, "oldest"));
+        blocking(&store, move |s| {
+            all.iter().for_each(|c| save(s, c).unwrap())
+        })
+        .await;
+        same.sort_by_key(|c| c.id);
+        let mut expected = vec!["newest".to_string()];
+        expected.extend(same.iter().map(|c| c.messages[0].content.clone()));
+        expected.push("oldest".into());
+
+        let mut walked = Vec::new();
+        let mut after = None;
+        for _ in 0..10 {
+            let page = list(&store, &scope("alice", false), None, after, 1).await;
+            walked.extend(texts(&page));
+            after = page.next;
+            if after.is_none() {
+                break;
+            }
+        }
+        assert_eq!(
+            walked, expected,
+            "{kind}: newest first, ties by id, none twice"
+        );
+    }
+}
