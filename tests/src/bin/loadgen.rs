@@ -299,6 +299,10 @@ async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
 
     let (startup, agent) = startups(s, &spec, &http).await?;
     let base = Arc::new(agent.url.clone());
+    let first_pages = (
+        requests::timed_get(&http, &format!("{base}/conversations")).await?,
+        requests::timed_get(&http, &format!("{base}/approvals")).await?,
+    );
     check_loaded(&http, &base, seeded.pending)
         .await
         .with_context(|| format!("agent output:\n{}", agent.tail()))?;
@@ -331,6 +335,7 @@ async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
         seed_time: seeded.elapsed,
         startup_target: Duration::from_secs(1),
         startup,
+        first_pages,
         phases,
         rss_after_load,
         load_average: (load_before, report::load_average()),

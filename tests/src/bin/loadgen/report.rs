@@ -87,6 +87,9 @@ pub struct Report {
     pub startup_target: Duration,
     /// Each start.
     pub startup: Vec<StartupRun>,
+    /// One first page, after startup: `GET /conversations` (with its
+    /// counts) and `GET /approvals`.
+    pub first_pages: (Duration, Duration),
     /// Load phases, in order.
     pub phases: Vec<Phase>,
     /// Agent memory after the load phases.
@@ -269,6 +272,15 @@ impl Report {
              as the first start after an upgrade does; later runs open it)"
                 .into(),
         );
+        line(
+            out,
+            format!(
+                "   first page after startup: GET /conversations (50, with the counts) {:.1} ms, \
+                 GET /approvals (50) {:.1} ms",
+                ms(self.first_pages.0),
+                ms(self.first_pages.1)
+            ),
+        );
         let (min, median) = self.startup_min_median();
         line(
             out,
@@ -339,6 +351,10 @@ impl Report {
                 "median_ms": ms(median),
                 "target_ms": ms(self.startup_target),
                 "pass": median < self.startup_target,
+            },
+            "first_page_ms": {
+                "conversations": ms(self.first_pages.0),
+                "approvals": ms(self.first_pages.1),
             },
             "phases": self.phases.iter().map(phase_json).collect::<Vec<_>>(),
             "rss_after_load_bytes": self.rss_after_load,

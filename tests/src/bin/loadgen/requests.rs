@@ -47,6 +47,26 @@ pub async fn check_loaded(http: &reqwest::Client, base: &str, pending: usize) ->
     Ok(())
 }
 
+/// How long one `GET url` takes to answer 200 and its whole body.
+pub async fn timed_get(http: &reqwest::Client, url: &str) -> Result<std::time::Duration> {
+    let started = std::time::Instant::now();
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("GET {url} failed"))?;
+    ensure!(
+        response.status().is_success(),
+        "GET {url} answered {}",
+        response.status()
+    );
+    response
+        .bytes()
+        .await
+        .with_context(|| format!("GET {url}: the body did not arrive"))?;
+    Ok(started.elapsed())
+}
+
 /// One page of `GET /approvals`.
 async fn approvals_page(http: &reqwest::Client, url: &str) -> Result<ApprovalList> {
     let response = http
