@@ -115,6 +115,34 @@ pub(super) enum Trust {
 pub(super) struct Catalog {
     writer: Mutex<Connection>,
     reader: Mutex<Connection>,
+    /// Dropped with the catalog: stops the checkpointer.
+    _checkpoints: std::sync::mpsc::Sender<()>,
+}
+
+/// How often the WAL is copied back into the database file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Checkpoints the WAL every [`CHECKPOINT_EVERY`] on a thread of its own
+/// (`PASSIVE`: it waits for no reader or writer), so the fsyncs of a
+/// checkpoint never hold up a save. Stops when the sender it returns is
+/// dropped.
+fn start_checkpointer(connection: Connection) -> std::sync::mpsc::Sender<()> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("asg-catalog-checkpoint".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(CHECKPOINT_EVERY)
+            {
+                if let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
+                    tracing::warn!(%error, "cannot checkpoint the conversation catalog");
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start checkpointing the conversation catalog");
+    }
+    stop
 }
 
 fn db_error(what: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -151,12 +179,16 @@ impl Catalog {
             Ok(connection)
         };
         let writer = connect()?;
+        // Saves never checkpoint (a checkpoint syncs): the checkpointer
+        // thread does, beside them.
         writer
             .execute_batch(SCHEMA)
+            .and_then(|()| writer.execute_batch("PRAGMA wal_autocheckpoint = 0"))
             .map_err(db_error("create its tables"))?;
         let catalog = Catalog {
             writer: Mutex::new(writer),
             reader: Mutex::new(connect()?),
+            _checkpoints: start_checkpointer(connect()?),
         };
         let trust = catalog.trust(boot_id().as_deref())?;
         Ok((catalog, trust))
