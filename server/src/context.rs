@@ -57,6 +57,9 @@ pub struct RequestContext {
     pub principal: Option<Principal>,
     /// Where the request came from: `rest`, `a2a` or `web`.
     pub via: &'static str,
+    /// The A2A client's `contextId`, kept with the conversation by the
+    /// turn (when it has none yet).
+    pub a2a_context: Option<String>,
 }
 
 impl RequestContext {

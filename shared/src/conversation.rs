@@ -423,6 +423,11 @@ pub struct Conversation {
     /// `DELETE /conversations/{id}/grants/{tool}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<Grant>,
+    /// The A2A `contextId` its client gave (as an A2A task), reported on
+    /// every replica and after a restart; absent: the task's context is
+    /// its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a2a_context_id: Option<String>,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.

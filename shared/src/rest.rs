@@ -363,6 +363,7 @@ mod tests {
             owner: None,
             decisions: Vec::new(),
             grants: Vec::new(),
+            a2a_context_id: None,
             created_at: DateTime::default(),
             updated_at: DateTime::default(),
         }

@@ -313,3 +313,57 @@ async fn a_change_is_one_webhook_and_reaches_every_replicas_inbox() {
     assert_eq!(count("approval.requested"), 1, "{kinds:?}");
     assert_eq!(count("approval.decided"), 1, "{kinds:?}");
 }
+
+/// One A2A JSON-RPC call to `agent`.
+async fn rpc(agent: &Agent, method: &str, params: Value) -> Value {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (status, body) = agent.post("/a2a", request).await;
+    assert_eq!(status, 200, "{method}: {body}");
+    body
+}
+
+fn message(text: &str, task: Option<&str>, context: &str) -> Value {
+    let mut message = json!({
+        "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(), "role": "user",
+        "parts": [{"kind": "text", "text": text}], "contextId": context,
+    });
+    if let Some(task) = task {
+        message["taskId"] = json!(task);
+    }
+    json!({ "message": message })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_a2a_task_keeps_its_clients_context_on_every_replica() {
+    let db = TestDb::create().await;
+    let agents = replicas(&db, &[]).await;
+    let sent = rpc(
+        &agents[0],
+        "message/send",
+        message("list resources", None, "ctx-lb-1"),
+    )
+    .await;
+    let task = sent["result"]["id"].as_str().expect("a task").to_string();
+    assert_eq!(sent["result"]["contextId"], "ctx-lb-1", "{sent}");
+    for agent in &agents[1..] {
+        let got = rpc(agent, "tasks/get", json!({"id": task})).await;
+        assert_eq!(got["result"]["contextId"], "ctx-lb-1", "{got}");
+    }
+    // Another replica refuses a different context for the task, and
+    // continues it in its own.
+    let refused = rpc(
+        &agents[2],
+        "message/send",
+        message("list resources", Some(&task), "ctx-other"),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let continued = rpc(
+        &agents[1],
+        "message/send",
+        message("list resources", Some(&task), "ctx-lb-1"),
+    )
+    .await;
+    assert_eq!(continued["result"]["contextId"], "ctx-lb-1", "{continued}");
+    assert_eq!(continued["result"]["id"], task.as_str(), "{continued}");
+}

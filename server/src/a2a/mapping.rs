@@ -20,6 +20,14 @@ use asg_shared::{ApprovalState, Conversation, ConversationStatus, Message, Pendi
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
+/// The task's `contextId`: its client's, else its id.
+pub fn context_of(conversation: &Conversation) -> String {
+    conversation
+        .a2a_context_id
+        .clone()
+        .unwrap_or_else(|| conversation.id.to_string())
+}
+
 /// Identifies the task in every object that refers to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskRef {
@@ -330,6 +338,7 @@ mod tests {
             owner: None,
             decisions: Vec::new(),
             grants: Vec::new(),
+            a2a_context_id: None,
             created_at: now,
             updated_at: now,
         }

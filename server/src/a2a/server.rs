@@ -12,9 +12,9 @@
 //! comes back `failed` with the reason in its status message.
 //!
 //! Context ids: a task's `contextId` is the client's when it sent one,
-//! else the conversation id. The client's ids live in memory only
-//! ([`Contexts`]); after a restart a task reports its conversation id
-//! until the client sends its context id again.
+//! else the conversation id. The client's id is kept with the
+//! conversation (`a2a_context_id`, saved by the turn), so every replica
+//! reports it, also after a restart.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -47,8 +47,6 @@ pub(crate) use rpc::{
     typed,
 };
 
-/// Client context ids remembered at most (oldest forgotten first).
-const MAX_CONTEXTS: usize = 10_000;
 /// Longest context id accepted.
 const MAX_CONTEXT_ID: usize = 256;
 
@@ -61,14 +59,12 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/.well-known/agent.json", get(card::agent_card_handler))
         .route(card::RPC_PATH, post(rpc))
-        .layer(Extension(Contexts::default()))
 }
 
 /// What a JSON-RPC call needs besides its params.
 #[derive(Clone)]
 pub(crate) struct Call {
     pub state: AppState,
-    pub contexts: Contexts,
     pub ctx: RequestContext,
     /// The request carried its own `X-Session-ID`.
     pub has_session: bool,
@@ -78,47 +74,8 @@ pub(crate) struct Call {
     pub push: Option<crate::a2a::push::PushService>,
 }
 
-/// Client context ids by task, in memory.
-#[derive(Clone, Default)]
-pub(crate) struct Contexts(Arc<Mutex<ContextMap>>);
-
-#[derive(Default)]
-struct ContextMap {
-    by_task: HashMap<Uuid, String>,
-    /// Insertion order, to forget the oldest first.
-    order: VecDeque<Uuid>,
-}
-
-impl Contexts {
-    /// The task's context id: the client's, or the conversation id.
-    pub(crate) fn get(&self, task: Uuid) -> String {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.by_task
-            .get(&task)
-            .cloned()
-            .unwrap_or_else(|| task.to_string())
-    }
-
-    /// Remembers a client's context id for a task.
-    pub(crate) fn remember(&self, task: Uuid, context: &str) {
-        if context == task.to_string() {
-            return;
-        }
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if map.by_task.insert(task, context.to_string()).is_none() {
-            map.order.push_back(task);
-        }
-        while map.order.len() > MAX_CONTEXTS {
-            if let Some(old) = map.order.pop_front() {
-                map.by_task.remove(&old);
-            }
-        }
-    }
-}
-
 async fn rpc(
     State(state): State<AppState>,
-    Extension(contexts): Extension<Contexts>,
     push: Option<Extension<crate::a2a::push::PushService>>,
     Ctx(ctx): Ctx,
     headers: HeaderMap,
@@ -131,7 +88,6 @@ async fn rpc(
     let ctx = RequestContext { via: "a2a", ..ctx };
     let call = Call {
         state,
-        contexts,
         ctx,
         has_session: session_from_headers(&headers).is_some(),
         id: id.clone(),
@@ -206,6 +162,8 @@ pub(crate) async fn prepare(
     message: &A2aMessage,
 ) -> Result<(Action, Option<String>), RpcError> {
     let client_context = client_context(message)?;
+    // A turn keeps it with the conversation (if it has none yet).
+    call.ctx.a2a_context = client_context.clone();
     let text = checked_text(message)?;
     let decision = rpc::decision(message)
         .map_err(|e| RpcError::invalid_params(format!("params.message: {e}")))?;
@@ -222,7 +180,7 @@ pub(crate) async fn prepare(
             "only the principal that created task {id} may continue it"
         )));
     }
-    let known = call.contexts.get(id);
+    let known = mapping::context_of(&conversation);
     check_context(client_context.as_deref(), &known, id)?;
     if !call.has_session {
         call.ctx.session_id = conversation.session_id.clone();
@@ -467,8 +425,7 @@ async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     let engine = &call.state.engine;
     let (conversation, not_processed) =
         settled(engine, execute(engine, &call.ctx, action).await).await?;
-    let context = context.unwrap_or_else(|| conversation.id.to_string());
-    call.contexts.remember(conversation.id, &context);
+    let context = context.unwrap_or_else(|| mapping::context_of(&conversation));
     if let (Some(config), Ok(service)) = (request.push, push::service(&call))
         && policy::can_continue(&call.ctx.caller(), &conversation)
     {
@@ -489,7 +446,11 @@ async fn message_send(call: &Call, params: Option<Value>) -> Answer {
 async fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
     let conversation = stored_task(call, id).await?;
-    let mut task = mapping::to_task(&conversation, &call.contexts.get(id), history_length);
+    let mut task = mapping::to_task(
+        &conversation,
+        &mapping::context_of(&conversation),
+        history_length,
+    );
     mark_running(&mut task, call.state.engine.is_running(id).await);
     Ok((conversation, task))
 }
@@ -556,7 +517,11 @@ async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
         }
         Err(error) => return Err(engine_error(&error)),
     };
-    let task = mapping::to_task(&conversation, &call.contexts.get(id), history_length);
+    let task = mapping::to_task(
+        &conversation,
+        &mapping::context_of(&conversation),
+        history_length,
+    );
     Ok((conversation, task))
 }
 

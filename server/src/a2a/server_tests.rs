@@ -98,6 +98,7 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
         owner: None,
         decisions: Vec::new(),
         grants: Vec::new(),
+        a2a_context_id: None,
         created_at: now,
         updated_at: now,
     };

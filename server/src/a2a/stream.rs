@@ -76,8 +76,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
         }
         Some(id) => (action, super::server::stored_task(&call, id).await?),
     };
-    let context = context.unwrap_or_else(|| conversation.id.to_string());
-    call.contexts.remember(conversation.id, &context);
+    let context = context.unwrap_or_else(|| mapping::context_of(&conversation));
     let at = task_ref(&conversation, &context);
     // Subscribe before the turn starts so no event is missed.
     let events = engine
@@ -136,7 +135,7 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
             .await
             .map_err(|e| super::server::engine_error(&e))?;
         let conversation = super::server::stored_task(&call, id).await?;
-        let context = call.contexts.get(id);
+        let context = mapping::context_of(&conversation);
         let mut task = mapping::to_task(&conversation, &context, history_length);
         let running = engine.is_running(id).await;
         super::server::mark_running(&mut task, running);

@@ -115,6 +115,7 @@ pub fn request_context(headers: &HeaderMap, session: Option<&SessionId>) -> Requ
         depth,
         principal: None,
         via,
+        a2a_context: None,
     }
 }
 

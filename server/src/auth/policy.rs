@@ -181,6 +181,7 @@ mod tests {
             owner: Some(owner.into()),
             decisions: vec![],
             grants: Vec::new(),
+            a2a_context_id: None,
             created_at: Utc::now(),
             updated_at: Utc::now(),
         }

@@ -488,6 +488,7 @@ mod tests {
             owner: None,
             decisions: Vec::new(),
             grants: Vec::new(),
+            a2a_context_id: None,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
         }

@@ -628,6 +628,7 @@ async fn create_turn(
         owner: ctx.requester().map(|actor| actor.subject),
         decisions: Vec::new(),
         grants: Vec::new(),
+        a2a_context_id: None,
         created_at: now,
         updated_at: now,
     };

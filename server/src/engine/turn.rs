@@ -70,9 +70,12 @@ impl<'a> Turn<'a> {
     pub(crate) fn new(
         inner: Arc<Inner>,
         slot: &'a Slot,
-        conversation: Conversation,
+        mut conversation: Conversation,
         ctx: &RequestContext,
     ) -> Turn<'a> {
+        if conversation.a2a_context_id.is_none() {
+            conversation.a2a_context_id = ctx.a2a_context.clone();
+        }
         let ctx = RequestContext {
             session_id: conversation.session_id.clone(),
             ..ctx.clone()

@@ -511,6 +511,7 @@ mod tests {
             owner: None,
             decisions: Vec::new(),
             grants: Vec::new(),
+            a2a_context_id: None,
             created_at: now,
             updated_at: now,
         }

@@ -71,6 +71,7 @@ fn conversation(minutes_ago: i64, text: &str) -> Conversation {
         owner: Some("alice".into()),
         decisions: Vec::new(),
         grants: Vec::new(),
+        a2a_context_id: None,
         created_at: at,
         updated_at: at,
     }

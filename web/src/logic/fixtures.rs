@@ -71,6 +71,7 @@ pub fn conversation(messages: Vec<Message>, updated: i64) -> Conversation {
         owner: None,
         decisions: Vec::new(),
         grants: Vec::new(),
+        a2a_context_id: None,
         created_at: at(0),
         updated_at: at(updated),
     }

@@ -86,7 +86,7 @@ async fn set(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     }
     let params: TaskPushNotificationConfig = typed(params)?;
     let (id, conversation) = owned_task(call, &params.task_id).await?;
-    let context = call.contexts.get(id);
+    let context = crate::a2a::mapping::context_of(&conversation);
     let stored = service
         .set(id, &context, params.push_notification_config)
         .await

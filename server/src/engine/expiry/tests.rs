@@ -242,6 +242,7 @@ fn waiting(mut pending: PendingApproval) -> Conversation {
         owner: None,
         decisions: Vec::new(),
         grants: Vec::new(),
+        a2a_context_id: None,
         created_at: now,
         updated_at: now,
     }

@@ -138,6 +138,7 @@ pub fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation 
         owner: None,
         decisions: Vec::new(),
         grants: Vec::new(),
+        a2a_context_id: None,
         created_at: created,
         updated_at,
     }
