@@ -16,8 +16,7 @@
 //! conversation (`a2a_context_id`, saved by the turn), so every replica
 //! reports it, also after a restart.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use asg_shared::a2a::{A2aMessage, JsonRpcResponse, Part, Task, TaskState, error_codes};
 use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
