@@ -106,9 +106,30 @@ pub struct OidcOptions {
     pub web_token_endpoint_auth_method: Option<String>,
 }
 
-/// A free loopback port (bound, then released): to know the issuer before
-/// the provider runs, e.g. to start an agent while the provider is down.
+/// A free loopback port (bound, then released): to know a URL before its
+/// server runs (the issuer while the provider is down, the web chat's
+/// redirect URL registered with the provider).
+///
+/// Picked below the machine's ephemeral range, so no process binding port
+/// 0 meanwhile (an agent, a tool server started between the pick and the
+/// bind) can be given it; never the same port twice in one test process.
 pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u16, ephemeral_low.saturating_sub(1));
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    if high > low {
+        for _ in 0..1000 {
+            let pick = low + (uuid::Uuid::new_v4().as_u128() % u128::from(high - low)) as u16;
+            if !given.contains(&pick) && std::net::TcpListener::bind(("127.0.0.1", pick)).is_ok() {
+                given.push(pick);
+                return pick;
+            }
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
