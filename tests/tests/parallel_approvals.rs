@@ -561,7 +561,9 @@ async fn the_last_proxy_approval_settled_on_the_sub_agent_lets_the_run_finish_af
     let a = chain.a().await;
     let mut shown = a.conversation(&id).await;
     for _ in 0..100 {
-        if shown["status"] == "active" {
+        // Active, and the resumed run's turn over (its first save is
+        // already active, before the run's answer).
+        if shown["status"] == "active" && shown["turn_in_progress"] != true {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
