@@ -115,8 +115,26 @@ pub(super) enum Trust {
 pub(super) struct Catalog {
     writer: Mutex<Connection>,
     reader: Mutex<Connection>,
-    /// Dropped with the catalog: stops the checkpointer.
-    _checkpoints: std::sync::mpsc::Sender<()>,
+    /// Stopped and waited for when the catalog is dropped.
+    _checkpoints: Checkpointer,
+}
+
+/// The checkpointer thread: its stop signal (dropped to stop it) and its
+/// handle.
+struct Checkpointer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    /// Stops the thread and waits for it (at most one checkpoint), so the
+    /// catalog's file has no connection left once the catalog is gone.
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// How often the WAL is copied back into the database file.
@@ -124,9 +142,8 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Checkpoints the WAL every [`CHECKPOINT_EVERY`] on a thread of its own
 /// (`PASSIVE`: it waits for no reader or writer), so the fsyncs of a
-/// checkpoint never hold up a save. Stops when the sender it returns is
-/// dropped.
-fn start_checkpointer(connection: Connection) -> std::sync::mpsc::Sender<()> {
+/// checkpoint never hold up a save.
+fn start_checkpointer(connection: Connection) -> Checkpointer {
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let spawned = std::thread::Builder::new()
         .name("asg-catalog-checkpoint".into())
@@ -139,10 +156,15 @@ fn start_checkpointer(connection: Connection) -> std::sync::mpsc::Sender<()> {
                 }
             }
         });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "cannot start checkpointing the conversation catalog");
+    let thread = spawned
+        .map_err(
+            |error| tracing::warn!(%error, "cannot start checkpointing the conversation catalog"),
+        )
+        .ok();
+    Checkpointer {
+        stop: Some(stop),
+        thread,
     }
-    stop
 }
 
 fn db_error(what: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
