@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::claim::blocking;
+use super::claim::stored;
 use super::{Engine, EngineError};
 
 /// How often idle cached conversations are dropped.
@@ -17,9 +17,7 @@ impl Engine {
     /// "may have run" and never run again.
     pub(crate) async fn recover_unfinished(&self) -> Result<(), EngineError> {
         let inner = &self.inner;
-        let unfinished = blocking(&inner.store, |s| s.abandoned())
-            .await?
-            .map_err(|e| EngineError::Store(e.to_string()))?;
+        let unfinished = stored(&inner.store, |s| s.abandoned()).await?;
         for id in unfinished {
             tracing::warn!(conversation = %id, "a turn was interrupted by a restart; recording it as interrupted, nothing re-run");
             let slot = inner.slot(id).await?;

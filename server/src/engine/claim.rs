@@ -96,6 +96,14 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| EngineError::Internal(format!("a store call stopped: {e}")))
 }
 
+/// A store call on the blocking pool, its error as the engine's.
+pub(crate) async fn stored<T: Send + 'static>(
+    store: &Arc<dyn Store>,
+    call: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, EngineError> {
+    blocking(store, call).await?.map_err(store_error)
+}
+
 fn store_error(error: crate::store::StoreError) -> EngineError {
     EngineError::Store(error.to_string())
 }
@@ -164,9 +172,8 @@ impl Inner {
                 return Ok(slot);
             }
             let stamp = self.index.evictions();
-            let stored = blocking(&self.store, move |s| s.load(id))
+            let stored = stored(&self.store, move |s| s.load(id))
                 .await?
-                .map_err(store_error)?
                 .ok_or(EngineError::ConversationNotFound(id))?;
             if let Some(slot) = self.index.cache(stored, stamp) {
                 return Ok(slot);
@@ -182,9 +189,7 @@ impl Inner {
         {
             return Ok(Some(slot.snapshot()));
         }
-        let stored = blocking(&self.store, move |s| s.load(id))
-            .await?
-            .map_err(store_error)?;
+        let stored = stored(&self.store, move |s| s.load(id)).await?;
         Ok(stored.map(Arc::new))
     }
 
@@ -193,9 +198,7 @@ impl Inner {
         &self,
         uuid: Uuid,
     ) -> Result<Option<Uuid>, EngineError> {
-        blocking(&self.store, move |s| s.conversation_of_approval(uuid))
-            .await?
-            .map_err(store_error)
+        stored(&self.store, move |s| s.conversation_of_approval(uuid)).await
     }
 
     /// The slot of the conversation approval `uuid` belongs to.
@@ -223,9 +226,7 @@ impl Inner {
             after: page.after.map(|key| (key.at, key.id)),
             limit: page.limit,
         };
-        let listed = blocking(&self.store, move |s| s.list_page(&query))
-            .await?
-            .map_err(store_error)?;
+        let listed = stored(&self.store, move |s| s.list_page(&query)).await?;
         Ok(ConversationList {
             conversations: listed.conversations.iter().map(summarize).collect(),
             summary: listed.summary,

@@ -285,9 +285,7 @@ impl Engine {
     /// Acts on every approval due at `now`; how long to sleep then.
     async fn expiry_pass(&self, now: DateTime<Utc>) -> Duration {
         let mut work = Vec::new();
-        let read = super::claim::blocking(&self.inner.store, move |s| s.deadlines(now))
-            .await
-            .and_then(|read| read.map_err(|e| EngineError::Store(e.to_string())));
+        let read = super::claim::stored(&self.inner.store, move |s| s.deadlines(now)).await;
         let deadlines = match read {
             Ok(deadlines) => deadlines,
             Err(error) => {

@@ -584,9 +584,7 @@ impl Engine {
         &self,
         query: crate::store::PendingQuery,
     ) -> Result<(Vec<PendingApproval>, Option<String>), EngineError> {
-        let page = claim::blocking(&self.inner.store, move |s| s.pending_page(&query))
-            .await?
-            .map_err(|e| EngineError::Store(e.to_string()))?;
+        let page = claim::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
         let approvals = page
             .approvals
             .into_iter()

@@ -74,9 +74,7 @@ impl Engine {
         };
         loop {
             let asked = query.clone();
-            let read = claim::blocking(&self.inner.store, move |s| s.pending_page(&asked))
-                .await
-                .and_then(|read| read.map_err(|e| EngineError::Store(e.to_string())));
+            let read = claim::stored(&self.inner.store, move |s| s.pending_page(&asked)).await;
             let page = match read {
                 Ok(page) => page,
                 Err(error) => {
