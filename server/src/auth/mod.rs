@@ -7,7 +7,10 @@
 //! logged, stored or echoed; errors name the problem, not the token.
 
 pub mod oidc;
-pub mod policy;
+
+/// What a principal may do: the core's one authorization.
+pub use asg_core::access as policy;
+pub use asg_core::principal::{Credential, Principal, Role};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,90 +20,6 @@ use subtle::ConstantTimeEq;
 
 use crate::config::AuthConfig;
 use oidc::OidcVerifier;
-
-/// A role beyond chatting (every authenticated principal may chat).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Role {
-    /// May list all pending approvals, read conversations with approvals
-    /// and decide approvals.
-    Approver,
-    /// May read and list everything.
-    Admin,
-}
-
-impl Role {
-    /// The configuration name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Approver => "approver",
-            Role::Admin => "admin",
-        }
-    }
-
-    /// A configuration name as a role.
-    pub fn parse(name: &str) -> Option<Role> {
-        match name {
-            "approver" => Some(Role::Approver),
-            "admin" => Some(Role::Admin),
-            _ => None,
-        }
-    }
-}
-
-/// How a principal authenticated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Credential {
-    /// No `auth:` configured: anyone who reaches the port.
-    Anonymous,
-    /// An OpenID Connect access token (forwarded downstream).
-    Token,
-    /// A static API key (never forwarded).
-    ApiKey,
-}
-
-/// An authenticated caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    /// Token `sub`, or the API key entry's name.
-    pub subject: String,
-    /// Display name (`name` or `preferred_username` claim).
-    pub name: Option<String>,
-    /// Roles beyond chatting.
-    pub roles: BTreeSet<Role>,
-    /// Every name in the token's roles claim, or an API key's `groups`:
-    /// what an approval rule's `approvers` are matched against.
-    pub groups: BTreeSet<String>,
-    /// How it authenticated.
-    pub credential: Credential,
-}
-
-impl Principal {
-    /// The caller when no `auth:` is configured: every role.
-    pub fn anonymous() -> Principal {
-        Principal {
-            subject: "anonymous".into(),
-            name: None,
-            roles: [Role::Approver, Role::Admin].into_iter().collect(),
-            groups: BTreeSet::new(),
-            credential: Credential::Anonymous,
-        }
-    }
-
-    /// Has `role`.
-    pub fn has(&self, role: Role) -> bool {
-        self.roles.contains(&role)
-    }
-
-    /// Holds the role, or belongs to the group, called `name`.
-    pub fn is_in(&self, name: &str) -> bool {
-        self.groups.contains(name) || Role::parse(name).is_some_and(|role| self.has(role))
-    }
-
-    /// Authentication is off for this caller.
-    pub fn is_anonymous(&self) -> bool {
-        self.credential == Credential::Anonymous
-    }
-}
 
 /// Why a request has no principal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,9 +5,9 @@
 //! they come from the environment (see [`crate::llm::provider`]).
 
 mod auth;
-mod duration;
 mod expand;
-pub mod rules;
+/// `approval.rules` as written (the core's format).
+pub use asg_core::rule_config as rules;
 pub mod tree;
 
 use std::collections::BTreeMap;
@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use asg_core::duration::{ConfigDuration, format_secs};
 pub use auth::{ApiKeyConfig, AuthConfig, OidcConfig};
-pub use duration::{ConfigDuration, format_secs};
 pub use expand::expand_env;
 pub use rules::{ConditionConfig, ConditionTests, RuleAction, RuleConfig};
 pub use tree::{NodeConfig, NodeKind};

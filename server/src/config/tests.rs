@@ -227,3 +227,49 @@ fn the_store_url_is_postgres_or_absent_never_a_silent_fall_back() {
         "{shown}"
     );
 }
+
+#[test]
+fn bad_rules_are_startup_errors_naming_the_field() {
+    let error = |yaml: &str| {
+        AgentConfig::parse(
+            &format!("approval:\n  rules:\n{yaml}"),
+            std::path::Path::new("agent.yaml"),
+        )
+        .unwrap_err()
+    };
+    let cases = [
+        (
+            "    - { tool: t, when: { name: \"(\" }, action: deny }\n",
+            "approval.rules[0].when.name: invalid regex",
+        ),
+        (
+            "    - { tool: t, when: { name: { regex: \"[\" } }, action: deny }\n",
+            "approval.rules[0].when.name: invalid regex",
+        ),
+        (
+            "    - { tool: t, when: { value: { gte: 3 } }, action: deny }\n",
+            "approval.rules[0].when.value: an object condition takes only",
+        ),
+        (
+            "    - { tool: t, when: { value: {} }, action: deny }\n",
+            "approval.rules[0].when.value: needs at least one",
+        ),
+        (
+            "    - { tool: t, action: deny, approvers: [sre] }\n",
+            "approval.rules[0].approvers: only applies to `action: ask`",
+        ),
+        (
+            "    - { tool: t, action: maybe }\n",
+            "approval.rules[0].action",
+        ),
+        (
+            "    - { tool: \"\", action: ask }\n",
+            "approval.rules[0].tool: must name a tool",
+        ),
+    ];
+    for (yaml, expected) in cases {
+        let message = error(yaml);
+        let message = message.to_string();
+        assert!(message.contains(expected), "{yaml}: {message}");
+    }
+}

@@ -20,20 +20,7 @@ use super::{EngineError, Inner, approval, history, new_message};
 use crate::context::RequestContext;
 use crate::llm::{LlmError, LlmMessage, LlmRequest, LlmToolCall, ToolSpec};
 
-/// Name of the tool offered to `llm` nodes that may end their loop.
-pub const EXIT_LOOP_TOOL: &str = "exit_loop";
-
-/// What happens to a destructive call in this part of the tree.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Gate {
-    /// Stop for a human decision.
-    Approve,
-    /// Run without approval (`parallel`/`loop` with `allow_destructive`);
-    /// every such run is logged with the node names.
-    RunUnapproved { container: String },
-    /// Refuse (a `parallel` node without `allow_destructive`).
-    Refuse { container: String },
-}
+pub use asg_core::decide::{EXIT_LOOP_TOOL, Gate};
 
 /// Where a node's messages go.
 #[async_trait]

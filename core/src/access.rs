@@ -12,7 +12,7 @@
 
 use asg_shared::{Actor, Conversation, PendingApproval};
 
-use super::{Principal, Role};
+use crate::principal::{Principal, Role};
 
 /// May `principal` see `conversation`?
 pub fn can_read(principal: &Principal, conversation: &Conversation) -> bool {
@@ -155,7 +155,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::auth::Credential;
+    use crate::principal::Credential;
 
     fn who(subject: &str, roles: &[Role]) -> Principal {
         Principal {

@@ -16,9 +16,23 @@
 use asg_shared::Grant;
 use serde_json::{Map, Value};
 
-use super::llm_node::{EXIT_LOOP_TOOL, Gate};
-use super::rules::ApprovalRules;
-use crate::config::RuleAction;
+use crate::rule_config::RuleAction;
+use crate::rules::ApprovalRules;
+
+/// Name of the tool offered to `llm` nodes that may end their loop.
+pub const EXIT_LOOP_TOOL: &str = "exit_loop";
+
+/// What happens to a destructive call in this part of the tree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gate {
+    /// Stop for a human decision.
+    Approve,
+    /// Run without approval (`parallel`/`loop` with `allow_destructive`);
+    /// every such run is logged with the node names.
+    RunUnapproved { container: String },
+    /// Refuse (a `parallel` node without `allow_destructive`).
+    Refuse { container: String },
+}
 
 /// What is known about one call.
 #[derive(Debug, Clone, Copy)]
@@ -166,21 +180,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::config::AgentConfig;
 
     fn rules() -> ApprovalRules {
-        let config = AgentConfig::parse(
+        ApprovalRules::from_yaml(
             r#"
-approval:
-  rules:
-    - { tool: resources_remove, when: { pattern: "^tmp-" }, action: allow }
-    - { tool: resources_add, when: { value: { gt: 1000 } }, action: ask, approvers: [sre] }
-    - { tool: resources_list, when: { pattern: secret }, action: deny }
+- { tool: resources_remove, when: { pattern: "^tmp-" }, action: allow }
+- { tool: resources_add, when: { value: { gt: 1000 } }, action: ask, approvers: [sre] }
+- { tool: resources_list, when: { pattern: secret }, action: deny }
 "#,
-            std::path::Path::new("agent.yaml"),
         )
-        .unwrap();
-        ApprovalRules::compile(&config.approval.rules).unwrap()
+        .unwrap()
     }
 
     fn approve() -> Gate {

@@ -49,7 +49,7 @@ pub struct RuleConfig {
     /// after this long is rejected as expired (wins over
     /// `approval.expires_after`).
     #[serde(default)]
-    pub expires_after: Option<super::ConfigDuration>,
+    pub expires_after: Option<crate::duration::ConfigDuration>,
 }
 
 /// What a rule does with a matching call.

@@ -4,7 +4,7 @@
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::config::{ConditionConfig, ConditionTests, RuleAction, RuleConfig};
+use crate::rule_config::{ConditionConfig, ConditionTests, RuleAction, RuleConfig};
 
 /// The rules, in order.
 #[derive(Debug, Default)]
@@ -52,6 +52,15 @@ impl ApprovalRules {
     /// The first rule matching a call of `tool` with `arguments`.
     pub fn first_match(&self, tool: &str, arguments: &Map<String, Value>) -> Option<&Rule> {
         self.rules.iter().find(|rule| rule.matches(tool, arguments))
+    }
+
+    /// Rules written as the YAML list of `approval.rules`, validated and
+    /// compiled (the tables of the tests).
+    #[cfg(test)]
+    pub(crate) fn from_yaml(yaml: &str) -> Result<ApprovalRules, String> {
+        let rules: Vec<RuleConfig> = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
+        crate::rule_config::validate_rules(&rules).map_err(|(at, e)| format!("{at}: {e}"))?;
+        ApprovalRules::compile(&rules)
     }
 
     /// The rules whose tool pattern matches none of `tools` (startup
@@ -166,15 +175,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::config::AgentConfig;
 
     fn rules(yaml: &str) -> ApprovalRules {
-        let config = AgentConfig::parse(
-            &format!("approval:\n  rules:\n{yaml}"),
-            std::path::Path::new("agent.yaml"),
-        )
-        .unwrap();
-        ApprovalRules::compile(&config.approval.rules).unwrap()
+        ApprovalRules::from_yaml(yaml).unwrap()
     }
 
     fn args(value: Value) -> Map<String, Value> {
@@ -246,51 +249,5 @@ mod tests {
             rules.unmatched(&tools).first().map(|r| r.label()),
             Some("approval.rules[0] (deny resources_remov)".to_string())
         );
-    }
-
-    #[test]
-    fn bad_rules_are_startup_errors_naming_the_field() {
-        let error = |yaml: &str| {
-            AgentConfig::parse(
-                &format!("approval:\n  rules:\n{yaml}"),
-                std::path::Path::new("agent.yaml"),
-            )
-            .unwrap_err()
-        };
-        let cases = [
-            (
-                "    - { tool: t, when: { name: \"(\" }, action: deny }\n",
-                "approval.rules[0].when.name: invalid regex",
-            ),
-            (
-                "    - { tool: t, when: { name: { regex: \"[\" } }, action: deny }\n",
-                "approval.rules[0].when.name: invalid regex",
-            ),
-            (
-                "    - { tool: t, when: { value: { gte: 3 } }, action: deny }\n",
-                "approval.rules[0].when.value: an object condition takes only",
-            ),
-            (
-                "    - { tool: t, when: { value: {} }, action: deny }\n",
-                "approval.rules[0].when.value: needs at least one",
-            ),
-            (
-                "    - { tool: t, action: deny, approvers: [sre] }\n",
-                "approval.rules[0].approvers: only applies to `action: ask`",
-            ),
-            (
-                "    - { tool: t, action: maybe }\n",
-                "approval.rules[0].action",
-            ),
-            (
-                "    - { tool: \"\", action: ask }\n",
-                "approval.rules[0].tool: must name a tool",
-            ),
-        ];
-        for (yaml, expected) in cases {
-            let message = error(yaml);
-            let message = message.to_string();
-            assert!(message.contains(expected), "{yaml}: {message}");
-        }
     }
 }
