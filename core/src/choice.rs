@@ -86,6 +86,7 @@ impl Choice {
             approval_uuid: pending.uuid,
             granted_by: by.clone(),
             granted_at: Utc::now(),
+            rule: pending.rule.clone(),
         })
     }
 }

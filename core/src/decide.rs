@@ -101,10 +101,12 @@ pub fn decide(call: CallFacts<'_>, gate: &Gate, rules: &ApprovalRules) -> Decisi
     let Verdict::Ask { approvers } = &decision.verdict else {
         return decision;
     };
+    // A grant stands for the rule (or the gate) that raised it: it
+    // covers only what that same rule would ask for.
     match call
         .grants
         .iter()
-        .find(|g| g.covers(call.tool, call.arguments))
+        .find(|g| g.covers(call.tool, call.arguments) && g.rule == decision.rule)
     {
         Some(grant) if approvers.is_empty() => Decision {
             verdict: Verdict::Run,
@@ -283,6 +285,7 @@ mod tests {
                 via: None,
             },
             granted_at: chrono::Utc::now(),
+            rule: None,
         };
         let grants = [grant("resources_add"), grant("resources_list")];
         let judge = |tool: &str, arguments: Value| {
@@ -321,5 +324,47 @@ mod tests {
             judge("resources_remove", json!({"pattern": "x"})).verdict,
             ask(&[])
         );
+    }
+
+    #[test]
+    fn a_grant_covers_only_what_the_rule_that_raised_it_asks_for() {
+        let rules = ApprovalRules::from_yaml(
+            "- { tool: resources_remove, when: { pattern: \"^prod-\" }, action: ask }\n",
+        )
+        .unwrap();
+        let rule = "approval.rules[0] (ask resources_remove)";
+        let grant = |raised_by: Option<&str>| Grant {
+            tool: "resources_remove".into(),
+            scope: asg_shared::GrantScope::Conversation,
+            arguments: None,
+            approval_uuid: uuid::Uuid::nil(),
+            granted_by: asg_shared::Actor {
+                subject: "alice".into(),
+                name: None,
+                role: None,
+                via: None,
+            },
+            granted_at: chrono::Utc::now(),
+            rule: raised_by.map(str::to_string),
+        };
+        let judge = |grants: &[Grant], pattern: &str| {
+            let arguments = json!({ "pattern": pattern }).as_object().cloned().unwrap();
+            let call = CallFacts {
+                tool: "resources_remove",
+                arguments: &arguments,
+                offered: true,
+                gated: Some(true),
+                grants,
+            };
+            decide(call, &approve(), &rules).verdict
+        };
+        // Given on the gate's own ask: covers the gate's asks only.
+        let by_gate = [grant(None)];
+        assert_eq!(judge(&by_gate, "tmp-1"), Verdict::Run);
+        assert_eq!(judge(&by_gate, "prod-1"), ask(&[]), "the rule still asks");
+        // Given on the rule's ask: covers that rule only.
+        let by_rule = [grant(Some(rule))];
+        assert_eq!(judge(&by_rule, "prod-1"), Verdict::Run);
+        assert_eq!(judge(&by_rule, "tmp-1"), ask(&[]), "the gate still asks");
     }
 }

@@ -1,1 +1,245 @@
+//! The one authorization of the gate: every door (REST, A2A, the web
+//! BFF, the inbox, expiry, replicas) brings a [`Command`] on a
+//! conversation and gets a [`Permit`] or a [`Refusal`] from
+//! [`authorize`], judged from the principal, the conversation's owner and
+//! state, and the rule that raised the approval. No door checks
+//! permissions on its own.
+//!
+//! Order, for every command: a conversation the caller may not read is
+//! not found (its existence, state and approvals are never revealed);
+//! then who may do this; then whether the conversation's state allows it.
+//!
+//! An edit is a new proposal: the edited call is judged again by
+//! [`decide`] and the rules, as if the model had asked for it. A `deny`
+//! refuses the edit; an `ask` rule's named approvers must include the
+//! decider; a rule with `edit: false` refuses edits into it.
 
+use asg_shared::{Conversation, ConversationStatus, PendingApproval};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::access::{self, can_continue, can_decide, can_read};
+use crate::choice::Choice;
+use crate::decide::{CallFacts, Gate, Verdict, decide};
+use crate::lifecycle;
+use crate::principal::{Principal, Role};
+use crate::rules::ApprovalRules;
+
+/// What a door asks to do with a conversation.
+#[derive(Debug, Clone, Copy)]
+pub enum Command<'a> {
+    /// Read it (show, stream, task get).
+    Read,
+    /// Send a user message (REST, A2A, web).
+    Send,
+    /// Cancel it while it waits for approval.
+    Cancel,
+    /// Revoke its remembered approvals.
+    RevokeGrant,
+    /// Decide one of its approvals.
+    Decide(Decide<'a>),
+}
+
+/// A decision as asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Decide<'a> {
+    /// The approval.
+    pub uuid: Uuid,
+    /// Approve (else reject).
+    pub approve: bool,
+    /// Edited arguments and remember.
+    pub choice: &'a Choice,
+    /// The tool as the catalog knows it now (its input schema checks an
+    /// edit).
+    pub tool: Option<&'a asg_shared::rest::ToolInfo>,
+    /// The tool's effective gate (`None`: no such tool now).
+    pub gated: Option<bool>,
+}
+
+/// What the gate is configured with.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy<'a> {
+    /// `approval.rules`, compiled.
+    pub rules: &'a ApprovalRules,
+    /// The principal whose turn raised an approval may not decide it.
+    pub separate_approver: bool,
+}
+
+/// What the door may go on to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Permit {
+    /// Read, send, cancel or revoke.
+    Granted,
+    /// Decide `pending`, acting in `role`.
+    Decide {
+        /// The approval, as it waits.
+        pending: Box<PendingApproval>,
+        /// The role the decider acts in.
+        role: Role,
+    },
+}
+
+/// Why not. Doors map each to their protocol's answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    /// The caller may not read the conversation: answered as not found.
+    #[error("not found")]
+    NotFound,
+    /// The caller reads it but may not do this; says why.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The approval cannot be decided (already decided, or never here).
+    #[error("approval {0} was already resolved")]
+    AlreadyResolved(Uuid),
+    /// The conversation waits for an approval and takes no message.
+    #[error("conversation is waiting for approval {}; approve or reject it first", .0.uuid)]
+    WaitingApproval(Box<PendingApproval>),
+    /// The conversation is closed.
+    #[error("conversation is closed (completed or canceled) and takes no more messages")]
+    Completed,
+    /// Nothing waits, so there is nothing to cancel.
+    #[error("conversation is not waiting for an approval, so there is nothing to cancel")]
+    NotCancelable,
+    /// The request cannot be used (a bad edit); says why.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// May `principal` do `command` on `conversation` now?
+pub fn authorize(
+    principal: &Principal,
+    conversation: &Conversation,
+    command: Command<'_>,
+    policy: Policy<'_>,
+) -> Result<Permit, Refusal> {
+    if !can_read(principal, conversation) {
+        return Err(Refusal::NotFound);
+    }
+    match command {
+        Command::Read => Ok(Permit::Granted),
+        Command::Send => send(principal, conversation),
+        Command::Cancel => cancel(principal, conversation),
+        Command::RevokeGrant => revoke(principal, conversation),
+        Command::Decide(request) => decide_approval(principal, conversation, request, policy),
+    }
+}
+
+fn owner_only(principal: &Principal, conversation: &Conversation, what: &str) -> Refusal {
+    Refusal::Forbidden(format!(
+        "only the principal that started conversation {} may {what}; {} may read it",
+        conversation.id, principal.subject
+    ))
+}
+
+fn send(principal: &Principal, conversation: &Conversation) -> Result<Permit, Refusal> {
+    if !can_continue(principal, conversation) {
+        return Err(owner_only(principal, conversation, "continue it"));
+    }
+    match conversation.status {
+        ConversationStatus::Completed | ConversationStatus::Canceled => Err(Refusal::Completed),
+        ConversationStatus::WaitingApproval => match conversation.pending().first() {
+            Some(pending) => Err(Refusal::WaitingApproval(Box::new(pending.clone()))),
+            None => Ok(Permit::Granted),
+        },
+        ConversationStatus::Active => Ok(Permit::Granted),
+    }
+}
+
+fn cancel(principal: &Principal, conversation: &Conversation) -> Result<Permit, Refusal> {
+    if !can_continue(principal, conversation) {
+        return Err(owner_only(principal, conversation, "cancel it"));
+    }
+    let waiting = conversation
+        .pending()
+        .iter()
+        .any(|p| lifecycle::resolvable(conversation, p.uuid).is_some());
+    match waiting {
+        true => Ok(Permit::Granted),
+        false => Err(Refusal::NotCancelable),
+    }
+}
+
+fn revoke(principal: &Principal, conversation: &Conversation) -> Result<Permit, Refusal> {
+    if can_continue(principal, conversation) || principal.has(Role::Approver) {
+        return Ok(Permit::Granted);
+    }
+    Err(Refusal::Forbidden(format!(
+        "revoking a grant needs the conversation's owner or an approver; {} is neither",
+        principal.subject
+    )))
+}
+
+fn decide_approval(
+    principal: &Principal,
+    conversation: &Conversation,
+    request: Decide<'_>,
+    policy: Policy<'_>,
+) -> Result<Permit, Refusal> {
+    let Some(pending) = lifecycle::resolvable(conversation, request.uuid) else {
+        return Err(Refusal::AlreadyResolved(request.uuid));
+    };
+    let role = can_decide(principal, pending, policy.separate_approver)
+        .map_err(|refusal| Refusal::Forbidden(refusal.to_string()))?;
+    request
+        .choice
+        .check(pending, request.tool)
+        .map_err(Refusal::Invalid)?;
+    if request.approve
+        && let Some(edited) = request.choice.edited(pending)
+    {
+        judge_edit(principal, pending, &edited, request.gated, policy)?;
+    }
+    Ok(Permit::Decide {
+        pending: Box::new(pending.clone()),
+        role,
+    })
+}
+
+/// The edited call judged as a new proposal: what `decide` says of it,
+/// and whether `principal` may approve what it would need.
+fn judge_edit(
+    principal: &Principal,
+    pending: &PendingApproval,
+    edited: &Map<String, Value>,
+    gated: Option<bool>,
+    policy: Policy<'_>,
+) -> Result<(), Refusal> {
+    let facts = CallFacts {
+        tool: &pending.tool_name,
+        arguments: edited,
+        offered: true,
+        gated,
+        grants: &[],
+    };
+    let judged = decide(facts, &Gate::Approve, policy.rules);
+    let refused = |why: String| {
+        Refusal::Forbidden(format!(
+            "the edited call to {} is not approved: {why}; approve or reject as requested, or edit within the rules",
+            pending.tool_name
+        ))
+    };
+    match judged.verdict {
+        Verdict::Run | Verdict::RunUnapproved => Ok(()),
+        Verdict::Refuse | Verdict::NotOffered | Verdict::Exit => Err(refused(judged.reason)),
+        Verdict::Ask { approvers } => {
+            let rule = judged.rule.clone();
+            if judged.no_edit && rule != pending.rule {
+                return Err(refused(format!(
+                    "its arguments fall under {}, which forbids edited approvals",
+                    rule.as_deref().unwrap_or("a rule")
+                )));
+            }
+            let as_asked = PendingApproval {
+                approvers,
+                rule,
+                ..pending.clone()
+            };
+            can_decide(principal, &as_asked, policy.separate_approver)
+                .map(|_| ())
+                .map_err(|refusal: access::Refusal| refused(refusal.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -212,6 +212,11 @@ pub struct Grant {
     pub granted_by: Actor,
     /// When.
     pub granted_at: DateTime<Utc>,
+    /// The rule that raised the approval (`approval.rules[N] (ask
+    /// tool)`), or none for the tool's own gate: the grant covers only
+    /// later calls that the same rule (or the gate) would ask for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl Grant {

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use asg_shared::Conversation;
-use axum::http::StatusCode;
 use uuid::Uuid;
 
 use super::error::ApiError;
@@ -23,22 +22,4 @@ pub async fn readable(
         .await?
         .filter(|c| policy::can_read(caller, c))
         .ok_or_else(|| ApiError::not_found(format!("conversation {id} not found")))
-}
-
-/// Ok when `caller` may send to the conversation: 404 when it may not
-/// even read it, 403 when it reads it (as an approver or admin) but does
-/// not own it.
-pub async fn continuable(engine: &Engine, caller: &Principal, id: Uuid) -> Result<(), ApiError> {
-    let conversation = readable(engine, caller, id).await?;
-    if policy::can_continue(caller, &conversation) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::FORBIDDEN,
-        "forbidden",
-        format!(
-            "only the principal that started conversation {id} may continue it; {} may read it",
-            caller.subject
-        ),
-    ))
 }

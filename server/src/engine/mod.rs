@@ -66,6 +66,7 @@ pub use page::PageRequest;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
 use crate::auth::policy::{self, ReadScope};
+use asg_core::gate::{self, Command, Permit, Refusal};
 use index::{ConversationIndex, Slot, SubscriberLimits};
 pub use index::{SubscribersFull, Subscription};
 use turn::{Decision, Turn};
@@ -661,17 +662,7 @@ async fn send_claimed(
     text: String,
 ) -> Result<TurnOutcome, EngineError> {
     let conversation = approval::turn_start(&slot.snapshot());
-    match conversation.status {
-        ConversationStatus::WaitingApproval => {
-            if let Some(pending) = conversation.pending().first() {
-                return Err(EngineError::WaitingApproval(Box::new(pending.clone())));
-            }
-        }
-        ConversationStatus::Completed | ConversationStatus::Canceled => {
-            return Err(EngineError::Completed(conversation.id));
-        }
-        ConversationStatus::Active => {}
-    }
+    inner.authorize(ctx, &conversation, Command::Send)?;
     slot.emit(ConversationEvent::TurnStarted);
     let turn = Turn::new(inner.clone(), slot, conversation, ctx);
     let result = turn.run_user_message(text).await;
@@ -686,16 +677,7 @@ async fn revoke_claimed(
 ) -> Result<Arc<Conversation>, EngineError> {
     let mut conversation = (*slot.snapshot()).clone();
     let id = conversation.id;
-    let caller = ctx.caller();
-    if !policy::can_read(&caller, &conversation) {
-        return Err(EngineError::ConversationNotFound(id));
-    }
-    if !policy::can_continue(&caller, &conversation) && !caller.has(crate::auth::Role::Approver) {
-        return Err(EngineError::Forbidden(format!(
-            "revoking a grant needs the conversation's owner or an approver; {} is neither",
-            caller.subject
-        )));
-    }
+    inner.authorize(ctx, &conversation, Command::RevokeGrant)?;
     let before = conversation.grants.len();
     conversation.grants.retain(|grant| grant.tool != tool);
     if conversation.grants.len() == before {
@@ -704,7 +686,7 @@ async fn revoke_claimed(
             tool: tool.to_string(),
         });
     }
-    tracing::info!(conversation = %id, tool, by = %caller.subject, "grant revoked");
+    tracing::info!(conversation = %id, tool, by = %ctx.caller().subject, "grant revoked");
     Turn::new(inner.clone(), slot, conversation, ctx)
         .save()
         .await?;
@@ -718,13 +700,7 @@ async fn cancel_turn(
     reason: Option<String>,
 ) -> Result<TurnOutcome, EngineError> {
     let conversation = approval::turn_start(&slot.snapshot());
-    let cancelable = conversation
-        .pending()
-        .iter()
-        .any(|p| approval::resolvable(&conversation, p.uuid).is_some());
-    if !cancelable {
-        return Err(EngineError::NotCancelable(conversation.id));
-    }
+    inner.authorize(ctx, &conversation, Command::Cancel)?;
     let by = policy::actor(&ctx.caller(), None, ctx.via);
     let turn = Turn::new(inner.clone(), slot, conversation, ctx);
     let decision = Decision {
@@ -768,19 +744,32 @@ async fn decide_claimed(
         choice,
     } = request;
     let conversation = approval::turn_start(&slot.snapshot());
-    let Some(pending) = approval::resolvable(&conversation, uuid).cloned() else {
-        return Err(EngineError::AlreadyResolved {
-            uuid,
-            conversation: slot.snapshot(),
-        });
+    let tool = conversation
+        .pending_by_uuid(uuid)
+        .and_then(|p| inner.tool(&p.tool_name));
+    let command = Command::Decide(gate::Decide {
+        uuid,
+        approve,
+        choice: &choice,
+        tool: tool.as_ref(),
+        gated: tool.as_ref().map(|t| t.destructive_hint),
+    });
+    let permit = inner
+        .authorize(ctx, &conversation, command)
+        .map_err(|error| match error {
+            EngineError::ConversationNotFound(_) => EngineError::ApprovalNotFound(uuid),
+            EngineError::AlreadyResolved { .. } => EngineError::AlreadyResolved {
+                uuid,
+                conversation: slot.snapshot(),
+            },
+            other => other,
+        })?;
+    let Permit::Decide { pending, role } = permit else {
+        return Err(EngineError::Internal(
+            "the gate did not permit a decision".into(),
+        ));
     };
-    let caller = ctx.caller();
-    let role = policy::can_decide(&caller, &pending, inner.policy.separate_approver)
-        .map_err(|refusal| EngineError::Forbidden(refusal.to_string()))?;
-    let decided_by = policy::actor(&caller, Some(role), ctx.via);
-    choice
-        .check(&pending, inner.tool(&pending.tool_name).as_ref())
-        .map_err(EngineError::InvalidInput)?;
+    let decided_by = policy::actor(&ctx.caller(), Some(role), ctx.via);
     slot.emit(ConversationEvent::TurnStarted);
     let turn = Turn::new(inner.clone(), slot, conversation, ctx);
     let decision = Decision {
@@ -789,8 +778,43 @@ async fn decide_claimed(
         by: decided_by,
     };
     let decision = inner.pinned(&pending, decision);
-    let result = turn.run_decision_with(pending, decision, choice).await;
+    let result = turn.run_decision_with(*pending, decision, choice).await;
     settle(inner, slot, result).await
+}
+
+impl Inner {
+    /// The core's one authorization of `command` by the request's caller
+    /// on `conversation`, as the engine's error.
+    fn authorize(
+        &self,
+        ctx: &RequestContext,
+        conversation: &Conversation,
+        command: Command<'_>,
+    ) -> Result<Permit, EngineError> {
+        let policy = gate::Policy {
+            rules: &self.rules,
+            separate_approver: self.policy.separate_approver,
+        };
+        gate::authorize(&ctx.caller(), conversation, command, policy)
+            .map_err(|refusal| refused(refusal, conversation))
+    }
+}
+
+/// A refusal of the gate as the engine's error.
+fn refused(refusal: Refusal, conversation: &Conversation) -> EngineError {
+    let id = conversation.id;
+    match refusal {
+        Refusal::NotFound => EngineError::ConversationNotFound(id),
+        Refusal::Forbidden(why) => EngineError::Forbidden(why),
+        Refusal::AlreadyResolved(uuid) => EngineError::AlreadyResolved {
+            uuid,
+            conversation: Arc::new(conversation.clone()),
+        },
+        Refusal::WaitingApproval(pending) => EngineError::WaitingApproval(pending),
+        Refusal::Completed => EngineError::Completed(id),
+        Refusal::NotCancelable => EngineError::NotCancelable(id),
+        Refusal::Invalid(why) => EngineError::InvalidInput(why),
+    }
 }
 
 /// Ends a turn: a turn that stopped on an error path may still be marked

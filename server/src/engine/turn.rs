@@ -175,6 +175,11 @@ impl<'a> Turn<'a> {
         let outcome = self
             .apply_decision(&mut pending, approve, decision.reason.as_deref())
             .await?;
+        // Credentials follow the person who instructed the action: the
+        // approver's token ran (or forwarded) the approved call only; the
+        // rest of the run works on the requester's instructions and never
+        // carries it.
+        self.ctx.bearer = None;
         let outcome = super::expiry::reword(outcome, &decision, &pending);
         let outcome = super::pin::reword(outcome, &decision);
         self.audit_outcome(&pending, &outcome);

@@ -304,6 +304,7 @@ mod tests {
                 via: Some("web".into()),
             },
             granted_at: at(0),
+            rule: None,
         }
     }
 
