@@ -339,6 +339,55 @@ async fn push_notifications_follow_the_task_until_it_completes() {
     manage_configs(&agent, &task, &url).await;
 }
 
+#[tokio::test]
+async fn a_push_watcher_ends_with_its_task_and_follows_it_again_when_continued() {
+    let fake = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
+    let (_dir, agent) = push_agent(
+        "a2a_push: { allow_private_networks: true }",
+        AgentOptions::default(),
+    )
+    .await;
+    let sent = rpc(&agent, "message/send", send_params(ADD, None)).await;
+    let task = sent["result"]["id"].as_str().expect("a task").to_string();
+    let url = format!("{}/cb", fake.url);
+    let config = json!({"taskId": task, "pushNotificationConfig": push_config(&url, None)});
+    rpc(&agent, "tasks/pushNotificationConfig/set", config).await;
+    requests_to(&fake, "/cb", 1, Duration::from_secs(10)).await;
+    let ended = format!("task={task}");
+    let watcher_ends = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("push watcher ended") && l.contains(&ended))
+            .count()
+    };
+    assert_eq!(watcher_ends(&agent.log()), 0, "it waits for the decision");
+
+    rpc(&agent, "message/send", send_params("approved", Some(&task))).await;
+    requests_to(&fake, "/cb", 2, Duration::from_secs(10)).await;
+    let log = agent.wait_log("push watcher ended").await;
+    assert_eq!(watcher_ends(&log), 1, "completed: the watcher ended\n{log}");
+
+    // Continued after its final state: followed again, and ended again.
+    let again = rpc(&agent, "message/send", send_params(ADD, Some(&task))).await;
+    assert_eq!(
+        again["result"]["status"]["state"], "input-required",
+        "{again}"
+    );
+    let three = requests_to(&fake, "/cb", 3, Duration::from_secs(10)).await;
+    assert_eq!(state_of(&three[2]), "input-required");
+    rpc(&agent, "message/send", send_params("approved", Some(&task))).await;
+    let four = requests_to(&fake, "/cb", 4, Duration::from_secs(10)).await;
+    assert_eq!(state_of(&four[3]), "completed");
+    poll(
+        "the second end of the watcher",
+        Duration::from_secs(5),
+        || {
+            let count = watcher_ends(&agent.log());
+            async move { (count == 2).then_some(()) }
+        },
+    )
+    .await;
+}
+
 /// get, list and delete on a task with one config.
 async fn manage_configs(agent: &Agent, task: &str, url: &str) {
     let set = rpc(

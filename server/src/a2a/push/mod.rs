@@ -18,7 +18,6 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use asg_shared::ConversationStatus;
 use asg_shared::a2a::{PushNotificationConfig, Task, TaskState};
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
@@ -35,6 +34,16 @@ pub const MAX_CONFIGS_PER_TASK: usize = 10;
 const MAX_URL: usize = 2048;
 /// Longest token, credentials or config id.
 const MAX_FIELD: usize = 1024;
+
+/// When a watcher starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// Now: a task already final needs none.
+    Now,
+    /// Before a turn continues the task: it follows that turn whatever
+    /// the state is now.
+    BeforeATurn,
+}
 
 /// The push registrations and their watchers; cheap to clone.
 #[derive(Clone)]
@@ -280,7 +289,19 @@ impl PushService {
         Ok(Some(mapping::to_task(&conversation, &context, None)))
     }
 
+    /// Watches `task` again when it has configs (a task continued after
+    /// its watcher ended with a final state).
+    pub async fn follow(&self, task: Uuid) {
+        if self.inner.store.task(task).is_some() {
+            self.watch_from(task, Start::BeforeATurn).await;
+        }
+    }
+
     async fn ensure_watcher(&self, task: Uuid) {
+        self.watch_from(task, Start::Now).await;
+    }
+
+    async fn watch_from(&self, task: Uuid, start: Start) {
         let Ok(events) = self.inner.engine.watch(task).await else {
             return;
         };
@@ -295,7 +316,7 @@ impl PushService {
         let service = self.clone();
         self.inner
             .deliveries
-            .spawn(async move { service.watch(task, events).await });
+            .spawn(async move { service.watch(task, events, start).await });
     }
 
     /// Follows one task until it is closed, loses its configs, or the
@@ -304,8 +325,12 @@ impl PushService {
         self,
         task: Uuid,
         mut events: tokio::sync::broadcast::Receiver<asg_shared::events::ConversationEvent>,
+        start: Start,
     ) {
         let mut last = self.current(task).await.map(|t| fingerprint(&t));
+        if start == Start::Now && self.done(task).await {
+            return; // already final: nothing more will change
+        }
         loop {
             let received = tokio::select! {
                 received = events.recv() => received,
@@ -345,26 +370,26 @@ impl PushService {
         }
     }
 
-    /// Ends the watcher (true) when the task is closed or has no configs,
-    /// under the lock `set` takes to start one, so none is missed.
+    /// Ends the watcher (true) when the task reached a final state (as
+    /// A2A reports it: completed, failed, canceled, rejected) and no turn
+    /// runs on it, or it has no configs; under the lock `set` and
+    /// `follow` take to start one, so none is missed. A task continued
+    /// later gets a new watcher (`follow`).
     async fn done(&self, task: Uuid) -> bool {
         let current = match self.inner.engine.get(task).await {
             Ok(current) => current,
             Err(_) => return false, // the store is away: not closed
         };
+        let running = self.inner.engine.is_running(task).await;
         let mut watching = self
             .inner
             .watching
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let closed = current.is_none_or(|c| {
-            matches!(
-                c.status,
-                ConversationStatus::Completed | ConversationStatus::Canceled
-            )
-        });
-        if closed || self.inner.store.task(task).is_none() {
+        let finished = current.is_none_or(|c| mapping::task_state(&c).is_terminal()) && !running;
+        if finished || self.inner.store.task(task).is_none() {
             watching.remove(&task);
+            tracing::info!(%task, "push watcher ended: the task reached a final state or has no configs");
             return true;
         }
         false
