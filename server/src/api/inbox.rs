@@ -1,8 +1,10 @@
 //! `GET /events`: the operator inbox, as server-sent events. Approval
 //! requests, decisions and status changes across every conversation, so
 //! an operator's screen follows them without one stream per conversation.
-//! The stream starts with a `pending` event listing every approval that
-//! waits now; a client that fell too far behind gets a fresh `pending`.
+//! The stream starts with a `pending` event listing the approvals that
+//! wait now and the caller may see (the oldest [`FIRST_LIST_LIMIT`], read
+//! as one page of the store); a client that fell too far behind gets a
+//! fresh `pending`.
 
 use std::convert::Infallible;
 
@@ -71,8 +73,19 @@ async fn visible(engine: &Engine, caller: &Principal, event: &InboxEvent) -> boo
         .is_some_and(|c| policy::can_read(caller, &c))
 }
 
+/// Most approvals in a stream's `pending` list; more are paged with
+/// `GET /approvals`.
+pub const FIRST_LIST_LIMIT: usize = 500;
+
+/// The approvals `caller` may see, oldest first: one page of the store,
+/// filtered there (never every pending approval of every conversation).
 async fn pending(engine: Engine, caller: Principal) -> Result<InboxEvent, ApiError> {
-    let mut approvals = engine.pending_approvals().await?;
+    let query = crate::store::PendingQuery {
+        requested_by: policy::approvals_seen_by(&caller),
+        limit: FIRST_LIST_LIMIT,
+        ..Default::default()
+    };
+    let (mut approvals, _) = engine.pending_page(query).await?;
     approvals.retain(|a| policy::can_see_approval(&caller, a));
     Ok(InboxEvent::Pending { approvals })
 }

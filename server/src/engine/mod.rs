@@ -595,16 +595,6 @@ impl Engine {
         let next = page.next.map(|(at, id)| page::encode(page::Key { at, id }));
         Ok((approvals, next))
     }
-
-    /// Every pending approval, oldest first (the operator inbox's first
-    /// list).
-    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, EngineError> {
-        let every = crate::store::PendingQuery {
-            limit: usize::MAX,
-            ..Default::default()
-        };
-        Ok(self.pending_page(every).await?.0)
-    }
 }
 
 async fn create_turn(
