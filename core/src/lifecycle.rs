@@ -5,7 +5,7 @@
 //! `executing` found at startup --> gone (interruption recorded, not re-run)
 
 use asg_shared::{
-    ApprovalState, Conversation, ConversationStatus, PendingApproval, Role, ToolResult,
+    Actor, ApprovalState, Conversation, ConversationStatus, PendingApproval, Role, ToolResult,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -23,6 +23,62 @@ pub fn new_message(role: Role, content: impl Into<String>) -> asg_shared::Messag
         node: None,
         is_error: false,
         created_at: Utc::now(),
+    }
+}
+
+/// The subject recorded for decisions taken by the expiry (webhooks
+/// recognise it).
+pub const EXPIRY_SUBJECT: &str = "system:expiry";
+/// The role recorded for decisions taken by the expiry.
+pub const EXPIRY_ROLE: &str = "expiry";
+/// The subject recorded for refusals after a configuration change.
+pub const CONFIG_SUBJECT: &str = "system:config";
+
+/// Who decided an approval: a person, or the system itself. The engine
+/// branches on this, never on a subject string, so no principal can pass
+/// for the system by its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecidedBy {
+    /// A principal, as recorded (subject, role, channel).
+    Person(Actor),
+    /// Its deadline passed without a decision.
+    Expiry,
+    /// The configuration changed since it was raised
+    /// (`approval.on_config_change: refuse`); `via` is the channel of the
+    /// decision it replaced.
+    ConfigChange {
+        /// That decision's channel.
+        via: Option<String>,
+    },
+}
+
+impl DecidedBy {
+    /// The record kept with the decision and in the audit log.
+    pub fn actor(&self) -> Actor {
+        match self {
+            DecidedBy::Person(actor) => actor.clone(),
+            DecidedBy::Expiry => Actor {
+                subject: EXPIRY_SUBJECT.to_string(),
+                name: None,
+                role: Some(EXPIRY_ROLE.to_string()),
+                via: Some("system".to_string()),
+            },
+            DecidedBy::ConfigChange { via } => Actor {
+                subject: CONFIG_SUBJECT.to_string(),
+                name: None,
+                role: Some("config".to_string()),
+                via: via.clone(),
+            },
+        }
+    }
+
+    /// How a refusal by it is described when it ends a pipeline.
+    pub fn refusal_word(&self) -> &'static str {
+        match self {
+            DecidedBy::Expiry => "not decided in time (expired)",
+            DecidedBy::ConfigChange { .. } => "refused because the agent's configuration changed",
+            DecidedBy::Person(_) => "rejected",
+        }
     }
 }
 

@@ -26,8 +26,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use asg_shared::PendingApproval;
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use asg_shared::{Actor, PendingApproval};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use tokio::sync::Notify;
@@ -41,11 +41,7 @@ use super::turn::{Decision, Turn};
 use super::{Engine, EngineError, Inner, TurnOutcome, approval, settle};
 use crate::config::{ApprovalConfig, format_secs};
 use crate::context::RequestContext;
-
-/// The subject of the expiry's decisions (webhooks recognise it).
-pub const EXPIRY_SUBJECT: &str = "system:expiry";
-/// The role of the expiry's decisions.
-pub const EXPIRY_ROLE: &str = "expiry";
+use approval::DecidedBy;
 
 /// Longest sleep between two passes (a safety net: raised approvals wake
 /// the task, and wall-clock jumps are caught up within this).
@@ -200,21 +196,6 @@ pub(crate) fn due(approval: &PendingApproval, now: DateTime<Utc>) -> Due {
     }
 }
 
-/// Who decides an expired approval.
-pub fn expiry_actor() -> Actor {
-    Actor {
-        subject: EXPIRY_SUBJECT.to_string(),
-        name: None,
-        role: Some(EXPIRY_ROLE.to_string()),
-        via: Some("system".to_string()),
-    }
-}
-
-/// True for a decision taken by the expiry.
-pub fn is_expiry(actor: &Actor) -> bool {
-    actor.subject == EXPIRY_SUBJECT && actor.role.as_deref() == Some(EXPIRY_ROLE)
-}
-
 /// How long `approval` was allowed to wait (`24h`), from its deadline.
 fn allowed_wait(approval: &PendingApproval) -> String {
     let secs = approval
@@ -240,7 +221,7 @@ pub(crate) fn reword(
     decision: &Decision,
     pending: &PendingApproval,
 ) -> CallOutcome {
-    if decision.approve || !is_expiry(&decision.by) {
+    if decision.approve || decision.by != DecidedBy::Expiry {
         return outcome;
     }
     let told = expired_text(pending);
@@ -415,7 +396,7 @@ async fn expire_turn(
             "expired after {} without a decision",
             allowed_wait(&pending)
         )),
-        by: expiry_actor(),
+        by: DecidedBy::Expiry,
     };
     let turn = Turn::new(inner.clone(), slot, conversation, &system_context());
     let result = turn.run_decision(pending, decision).await;

@@ -59,7 +59,7 @@ pub use asg_core::{choice, decide, rules};
 use catalog::{LiveCatalog, ToolCatalog};
 pub use choice::Choice;
 
-pub use expiry::{EXPIRY_ROLE, EXPIRY_SUBJECT, ExpiryPolicy, expiry_actor, is_expiry};
+pub use expiry::ExpiryPolicy;
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
 pub use page::PageRequest;
@@ -696,7 +696,7 @@ async fn cancel_turn(
     let decision = Decision {
         approve: false,
         reason,
-        by,
+        by: approval::DecidedBy::Person(by),
     };
     let result = turn.cancel(decision).await;
     settle(inner, slot, result).await
@@ -765,7 +765,7 @@ async fn decide_claimed(
     let decision = Decision {
         approve,
         reason,
-        by: decided_by,
+        by: approval::DecidedBy::Person(decided_by),
     };
     let decision = inner.pinned(&pending, decision);
     let result = turn.run_decision_with(*pending, decision, choice).await;

@@ -7,8 +7,8 @@
 //! (`approval.on_config_change: refuse`, the default) or goes on with the
 //! change recorded (`resume`). Pure functions.
 
+use asg_shared::PendingApproval;
 use asg_shared::rest::ToolInfo;
-use asg_shared::{Actor, PendingApproval};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -18,7 +18,8 @@ use super::turn::Decision;
 use crate::config::{AgentConfig, NodeConfig, OnConfigChange};
 
 /// Who refuses a decision whose run's configuration changed.
-pub const CONFIG_SUBJECT: &str = "system:config";
+pub use super::approval::CONFIG_SUBJECT;
+use super::approval::DecidedBy;
 
 /// What pinning needs: the running configuration's description and the
 /// policy.
@@ -72,11 +73,8 @@ impl Inner {
             OnConfigChange::Refuse => Decision {
                 approve: false,
                 reason: Some(CHANGED.into()),
-                by: Actor {
-                    subject: CONFIG_SUBJECT.into(),
-                    name: None,
-                    role: Some("config".into()),
-                    via: decision.by.via.clone(),
+                by: DecidedBy::ConfigChange {
+                    via: decision.by.actor().via,
                 },
             },
             OnConfigChange::Resume => Decision {
@@ -97,7 +95,7 @@ const RESUMED: &str =
 
 /// The model's text for a refusal by `system:config`.
 pub(crate) fn reword(outcome: CallOutcome, decision: &Decision) -> CallOutcome {
-    if decision.approve || decision.by.subject != CONFIG_SUBJECT {
+    if decision.approve || !matches!(decision.by, DecidedBy::ConfigChange { .. }) {
         return outcome;
     }
     CallOutcome::Done {

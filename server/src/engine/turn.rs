@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use asg_shared::rest::TurnResult;
 use asg_shared::{
-    Actor, ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Message, PausedStep,
+    ApprovalDecision, ApprovalState, Conversation, ConversationStatus, Message, PausedStep,
     PendingApproval, PipelineState, Role,
 };
 use async_trait::async_trait;
@@ -23,6 +23,7 @@ use super::tree::Node;
 use super::{EngineError, Inner, TurnOutcome, approval, history, new_message};
 use crate::audit::AuditLine;
 use crate::context::RequestContext;
+use approval::DecidedBy;
 
 /// A human's decision on a pending approval.
 pub(crate) struct Decision {
@@ -30,8 +31,9 @@ pub(crate) struct Decision {
     pub approve: bool,
     /// Why (shown to the model on a rejection).
     pub reason: Option<String>,
-    /// Who decided, in which role, through which channel.
-    pub by: Actor,
+    /// Who decided: a person (in which role, through which channel) or
+    /// the system.
+    pub by: DecidedBy,
 }
 
 pub(crate) struct Turn<'a> {
@@ -204,14 +206,14 @@ impl<'a> Turn<'a> {
         };
         self.record_result(&pending, approve, content, is_error);
         self.conversation.take_pending(pending.uuid);
-        if decision.by.subject == super::pin::CONFIG_SUBJECT
+        if matches!(decision.by, DecidedBy::ConfigChange { .. })
             && self.conversation.pipeline_state.is_some()
         {
             // The tree it would resume on is not the one it paused on.
             return self.end_after_config_change(&pending, &decision).await;
         }
         let refusal =
-            (!approve).then(|| format!("{} was {}", pending.tool_name, refusal_word(&decision.by)));
+            (!approve).then(|| format!("{} was {}", pending.tool_name, decision.by.refusal_word()));
         approval::settle_step(&mut self.conversation, pending.uuid, refusal);
         if !self.conversation.pending().is_empty() {
             return self.wait_for_the_rest().await;
@@ -225,7 +227,7 @@ impl<'a> Turn<'a> {
                 "{} was {} and the agent's configuration changed since the run paused \
                  (approval.on_config_change: refuse)",
                 pending.tool_name,
-                refusal_word(&decision.by)
+                decision.by.refusal_word()
             );
             return self.cancel_pipeline(&what).await;
         }
@@ -375,7 +377,8 @@ impl<'a> Turn<'a> {
     ) -> Result<(), EngineError> {
         let edited = self.choice.edited(pending).filter(|_| decision.approve);
         let remembered = self.choice.remember.filter(|_| decision.approve);
-        if let Some(grant) = remembered.and_then(|_| self.choice.grant(pending, &decision.by)) {
+        let by = decision.by.actor();
+        if let Some(grant) = remembered.and_then(|_| self.choice.grant(pending, &by)) {
             self.conversation.grants.push(grant);
         }
         let (word, outcome) = match (decision.approve, event) {
@@ -386,7 +389,7 @@ impl<'a> Turn<'a> {
         if let Some(audit) = &self.inner.audit {
             let mut line = AuditLine::about("decision", pending, outcome);
             line.decision = Some(word);
-            line.by = Some(&decision.by);
+            line.by = Some(&by);
             line.reason = decision.reason.as_deref();
             line.edited_arguments_sha256 = edited.as_ref().map(crate::audit::arguments_hash);
             audit.append(&line).map_err(|e| {
@@ -394,12 +397,12 @@ impl<'a> Turn<'a> {
                 EngineError::Store(format!("cannot write the audit log: {e}"))
             })?;
         }
-        tracing::info!(approval = %pending.uuid, decision = word, by = %decision.by.subject, "approval decided");
+        tracing::info!(approval = %pending.uuid, decision = word, by = %by.subject, "approval decided");
         self.conversation.decisions.push(ApprovalDecision {
             approval_uuid: pending.uuid,
             tool_name: pending.tool_name.clone(),
             approved: decision.approve,
-            decided_by: decision.by.clone(),
+            decided_by: by,
             decided_at: Utc::now(),
             reason: decision.reason.clone(),
             edited_arguments: edited,
@@ -441,7 +444,7 @@ impl<'a> Turn<'a> {
         self.conversation.set_pending(Vec::new());
         self.conversation.pipeline_state = None;
         self.conversation.status = ConversationStatus::Active;
-        let what = format!("{} was {}", refused.tool_name, refusal_word(&decision.by));
+        let what = format!("{} was {}", refused.tool_name, decision.by.refusal_word());
         self.cancel_pipeline(&what).await
     }
 
@@ -710,16 +713,5 @@ fn paused_state(exec: &Exec, pause: &Pause) -> PipelineState {
         loop_iterations: exec.loop_iterations.clone(),
         paused_steps: steps,
         branch_outputs: pause.outputs.clone(),
-    }
-}
-
-/// How a refused approval is described when it cancels a pipeline.
-fn refusal_word(by: &Actor) -> &'static str {
-    if super::is_expiry(by) {
-        "not decided in time (expired)"
-    } else if by.subject == super::pin::CONFIG_SUBJECT {
-        "refused because the agent's configuration changed"
-    } else {
-        "rejected"
     }
 }

@@ -21,8 +21,7 @@ use super::config::{MIN_SECRET_BYTES, WebhookConfig};
 use super::deliver::{Deliveries, Outgoing};
 use super::sign::{SIGNATURE_HEADER, signature};
 
-/// The subject an expiry decision is recorded under.
-pub const EXPIRY_SUBJECT: &str = "system:expiry";
+pub use asg_core::lifecycle::{EXPIRY_ROLE, EXPIRY_SUBJECT};
 
 /// A webhook with its secret (read from the environment at startup; no
 /// `Debug`, never logged).
@@ -96,7 +95,7 @@ pub fn event_of(inbox: &InboxEvent) -> Option<Event> {
             decision: Some(decision),
         } => {
             let by = &decision.decided_by;
-            let expired = by.subject == EXPIRY_SUBJECT || by.role.as_deref() == Some("expiry");
+            let expired = by.subject == EXPIRY_SUBJECT && by.role.as_deref() == Some(EXPIRY_ROLE);
             let name = if expired {
                 "approval.expired"
             } else {

@@ -172,7 +172,7 @@ fn the_model_is_told_the_approval_expired() {
     let expired = Decision {
         approve: false,
         reason: None,
-        by: expiry_actor(),
+        by: DecidedBy::Expiry,
     };
     let rejected = CallOutcome::Done {
         content: "Rejected by the user. The call was not run.".into(),
@@ -183,12 +183,12 @@ fn the_model_is_told_the_approval_expired() {
     };
     assert!(is_error && content.starts_with("The approval expired after 1d"));
     let human = Decision {
-        by: asg_shared::Actor {
+        by: DecidedBy::Person(asg_shared::Actor {
             subject: "alice".into(),
             name: None,
             role: Some("approver".into()),
             via: Some("rest".into()),
-        },
+        }),
         ..expired
     };
     let rejected = CallOutcome::Done {
@@ -199,7 +199,6 @@ fn the_model_is_told_the_approval_expired() {
         panic!("unchanged");
     };
     assert_eq!(content, "Rejected by the user.");
-    assert!(is_expiry(&expiry_actor()) && !is_expiry(&human.by));
 }
 
 // --- the background task on a real engine --------------------------------
@@ -298,7 +297,7 @@ fn assert_expired(conversation: &Conversation, uuid: Uuid, after: &str) {
     let decision = &conversation.decisions[0];
     assert_eq!(decision.approval_uuid, uuid);
     assert!(!decision.approved);
-    assert_eq!(decision.decided_by, expiry_actor());
+    assert_eq!(decision.decided_by, DecidedBy::Expiry.actor());
     let told = format!("The approval expired after {after} without a decision");
     let result = conversation
         .messages
