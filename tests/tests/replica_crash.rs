@@ -20,8 +20,8 @@ use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, testdata};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-/// Rounds by default: about two minutes on a loaded two-core machine.
-const ROUNDS: usize = 8;
+/// Rounds by default: one to two minutes on a loaded two-core machine.
+const ROUNDS: usize = 20;
 /// Conversations raised and approved per round.
 const PER_ROUND: usize = 3;
 /// How long each tool call takes (a window to be killed in).
@@ -197,12 +197,24 @@ async fn wait_settled(cluster: &Cluster, id: &str, context: &str) -> Value {
     }
 }
 
+/// How an approval of a round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Ran once, its result recorded.
+    Ran,
+    /// Its replica died in the call: "may have run", not run again.
+    Interrupted,
+    /// No decision took effect (e.g. the survivor's was refused as busy):
+    /// still pending, then decided.
+    DecidedAfter,
+}
+
 /// The final state of one approval, checked against what the tool did.
-async fn check(cluster: &Cluster, raised: &Raised, context: &str) {
+async fn check(cluster: &Cluster, raised: &Raised, context: &str) -> Outcome {
     let mut shown = wait_settled(cluster, &raised.id, context).await;
+    let mut outcome = Outcome::Ran;
     if shown["status"] == "waiting_approval" {
-        // Never decided (both decisions hit the killed replica before it
-        // claimed): still decidable, and then it runs once.
+        // No decision took effect: still decidable, and then it runs once.
         let pending = &shown["pending_approval"];
         assert_eq!(pending["state"], "pending", "{context}: {shown}");
         assert!(results(&shown).is_empty(), "{context}: {shown}");
@@ -215,6 +227,7 @@ async fn check(cluster: &Cluster, raised: &Raised, context: &str) {
             "{context}: a pending approval is decidable: {answer}"
         );
         shown = wait_settled(cluster, &raised.id, context).await;
+        outcome = Outcome::DecidedAfter;
     }
     assert_ne!(shown["status"], "waiting_approval", "{context}: {shown}");
     let results = results(&shown);
@@ -234,11 +247,16 @@ async fn check(cluster: &Cluster, raised: &Raised, context: &str) {
             "{context}: not run, so only an interruption may be recorded: {shown}"
         );
     }
+    if interrupted {
+        Outcome::Interrupted
+    } else {
+        outcome
+    }
 }
 
 /// One round: raise, approve each twice at once, kill a replica at a
 /// random moment, restart it, and check every approval's final state.
-async fn round(cluster: &mut Cluster, rng: &mut Rng, round: usize, seed: u64) {
+async fn round(cluster: &mut Cluster, rng: &mut Rng, round: usize, seed: u64) -> Vec<Outcome> {
     let raised = raise(cluster, rng, round).await;
     let mut decisions = Vec::new();
     for one in &raised {
@@ -260,9 +278,11 @@ async fn round(cluster: &mut Cluster, rng: &mut Rng, round: usize, seed: u64) {
         statuses.iter().flatten().all(|s| [200, 409].contains(s)),
         "{context}"
     );
+    let mut outcomes = Vec::new();
     for one in &raised {
-        check(cluster, one, &format!("{context}, {}", one.name)).await;
+        outcomes.push(check(cluster, one, &format!("{context}, {}", one.name)).await);
     }
+    outcomes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -279,8 +299,16 @@ async fn a_replica_killed_at_any_moment_of_concurrent_approvals_leaves_no_state_
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cluster = Cluster::start(&db, dir.path()).await;
     let started = Instant::now();
+    let mut outcomes = Vec::new();
     for n in 0..rounds {
-        round(&mut cluster, &mut rng, n, seed).await;
+        outcomes.extend(round(&mut cluster, &mut rng, n, seed).await);
         println!("round {n} settled after {:?}", started.elapsed());
     }
+    let count = |kind| outcomes.iter().filter(|o| **o == kind).count();
+    println!(
+        "outcomes: {} ran, {} interrupted (may have run), {} decided after the crash",
+        count(Outcome::Ran),
+        count(Outcome::Interrupted),
+        count(Outcome::DecidedAfter)
+    );
 }
