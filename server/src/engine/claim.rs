@@ -12,11 +12,23 @@
 //! replica is waited for up to [`CLAIM_WAIT`] (a decision racing a turn
 //! elsewhere then sees its outcome, as it would locally), then refused as
 //! busy.
+//!
+//! A claim starts from a settled version. Under a claim no other turn
+//! runs on the conversation, anywhere, so a turn marked in progress or an
+//! approval `executing` in the version it starts from was left by a turn
+//! that no longer runs (its replica died and the lease expired, or its
+//! last save failed): the claim records it as interrupted
+//! ([`approval::recover_interrupted`]: "may have run", never re-run) and
+//! saves that before its caller sees the conversation. Whatever the caller
+//! then does — even answering 409 and releasing at once — it never acts
+//! on, or gives back, a state with something in flight and nobody
+//! holding it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use asg_shared::Conversation;
+use chrono::Utc;
 use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
@@ -24,7 +36,7 @@ use asg_shared::rest::ConversationList;
 
 use super::index::Slot;
 use super::page::{self, PageRequest};
-use super::{EngineError, Inner, summarize};
+use super::{EngineError, Inner, approval, save_blocking, summarize};
 use crate::auth::policy::ReadScope;
 use crate::store::{Claim, ListQuery, Store, StoreError};
 
@@ -114,9 +126,39 @@ impl Inner {
         self.store.is_shared()
     }
 
-    /// Claims the conversation of `slot`; with a shared store its slot
-    /// then holds the stored version.
+    /// Claims the conversation of `slot`; its slot then holds the latest
+    /// version (with a shared store, the stored one), settled: nothing
+    /// left in flight by a turn that no longer runs.
     pub(crate) async fn claim(&self, slot: &Arc<Slot>) -> Result<Claimed, EngineError> {
+        let claimed = self.take_claim(slot).await?;
+        match self.settle_leftover(slot).await {
+            Ok(()) => Ok(claimed),
+            Err(error) => {
+                // Given back in flight: the store keeps it for the sweep
+                // (an expired lease), nothing is lost.
+                claimed.release().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Records what a turn that no longer runs left in flight in the
+    /// claimed version as interrupted, and saves it (see the module's
+    /// documentation).
+    async fn settle_leftover(&self, slot: &Arc<Slot>) -> Result<(), EngineError> {
+        let mut conversation = (*slot.snapshot()).clone();
+        if !approval::recover_interrupted(&mut conversation, Utc::now()) {
+            return Ok(());
+        }
+        tracing::warn!(conversation = %conversation.id, "a turn that no longer runs left this conversation unfinished (its replica stopped, or its last save failed); recorded as interrupted, nothing re-run");
+        let conversation = Arc::new(conversation);
+        save_blocking(&self.store, conversation.clone()).await?;
+        slot.publish(conversation);
+        Ok(())
+    }
+
+    /// Takes the slot's lock and, over a shared store, the lease.
+    async fn take_claim(&self, slot: &Arc<Slot>) -> Result<Claimed, EngineError> {
         let guard = slot.lock_owned().await;
         let mut claimed = Claimed {
             guard: Some(guard),
@@ -245,5 +287,105 @@ impl Inner {
             && blocking(&self.store, move |s| s.claimed_elsewhere(id))
                 .await
                 .unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use asg_tests::pg::TestDb;
+
+    use super::*;
+    use crate::a2a::client::A2aClient;
+    use crate::context::RequestContext;
+    use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
+    use crate::llm::scripted::ScriptedModel;
+    use crate::mcp::ToolRegistry;
+    use crate::store::PgStore;
+
+    async fn engine_on(store: Arc<dyn Store>) -> Engine {
+        let model = "rules:\n  - reply: \"ok\"\n";
+        Engine::start(EngineParts {
+            tree: AgentTree::single(LlmNode {
+                name: "root".into(),
+                prompt: "test".into(),
+                llm: Arc::new(ScriptedModel::parse(model, "test").unwrap()),
+                tools: Default::default(),
+                output_key: None,
+                can_exit_loop: false,
+            }),
+            tools: Arc::new(ToolRegistry::empty()),
+            agents: Arc::new(A2aClient::empty()),
+            store,
+            max_tool_steps: 3,
+            catalog: Default::default(),
+            rules: Default::default(),
+            pinning: Default::default(),
+            limits: Default::default(),
+            policy: Default::default(),
+            audit: None,
+            expiry: Default::default(),
+        })
+        .await
+        .unwrap()
+    }
+
+    /// What a replica that died in an approved call leaves: the approval
+    /// `executing`, the turn marked, its lease expired.
+    async fn left_by_a_dead_replica(db: &TestDb) -> (Uuid, Uuid) {
+        let (id, uuid) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut doc = asg_tests::executing_conversation(id, uuid);
+        doc["turn_in_progress"] = true.into();
+        let conversation: Conversation = serde_json::from_value(doc).unwrap();
+        let dead: Arc<dyn Store> = Arc::new(PgStore::open(&db.url, 1).await.unwrap());
+        blocking(&dead, move |s| {
+            assert!(matches!(s.claim(id), Ok(Claim::Taken(None))));
+            s.save(&conversation).unwrap();
+        })
+        .await
+        .unwrap();
+        drop(dead); // no renewals any more
+        let pool = crate::store::postgres::connect(&db.url, 1).await.unwrap();
+        sqlx::query("UPDATE conversations SET lease_until = now() - interval '1 minute'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        (id, uuid)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_decision_meeting_a_dead_replicas_executing_call_leaves_it_settled() {
+        let db = TestDb::create().await;
+        let (id, uuid) = left_by_a_dead_replica(&db).await;
+        let store: Arc<dyn Store> = Arc::new(PgStore::open(&db.url, 2).await.unwrap());
+        let engine = engine_on(store.clone()).await;
+        // The second decision of a pair, arriving once the lease expired:
+        // the call is not decided again (409), and what it found is
+        // recorded, not given back in flight.
+        let refused = engine
+            .resolve_approval(uuid, &RequestContext::default(), true, None)
+            .await;
+        let conversation = match refused {
+            Err(EngineError::AlreadyResolved { conversation, .. }) => conversation,
+            Err(other) => panic!("not refused as already resolved: {other}"),
+            Ok(_) => panic!("decided again"),
+        };
+        for seen in [
+            conversation,
+            Arc::new(stored(&store, move |s| s.load(id)).await.unwrap().unwrap()),
+        ] {
+            assert!(!seen.turn_in_progress, "{seen:?}");
+            assert!(seen.pending().is_empty(), "{seen:?}");
+            assert!(
+                seen.messages
+                    .iter()
+                    .any(|m| m.content.contains("may have run")),
+                "{seen:?}"
+            );
+        }
+        let abandoned = stored(&store, |s| s.abandoned()).await.unwrap();
+        assert!(abandoned.is_empty(), "{abandoned:?}");
+        assert!(!engine.is_running(id).await);
     }
 }

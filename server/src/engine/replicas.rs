@@ -12,23 +12,27 @@
 //!   other replicas, whose inbox streams read it back from the store (their
 //!   webhooks do not send it again).
 //! - Abandoned turns: a lease that outlived its holder (no renewal for
-//!   `store::LEASE_TTL`) is taken over every [`SWEEP`] by some replica,
-//!   which records the turn as interrupted: an approved call that was
-//!   executing is reported "may have run" and never run again.
+//!   `store::LEASE_TTL`), or that a holder gave back with something still
+//!   in flight (the store then leaves it expired, never cleared), is
+//!   taken over every [`SWEEP`] by some replica, which records the turn as
+//!   interrupted: an approved call that was executing is reported "may
+//!   have run" and never run again. A decision or message that claims
+//!   such a conversation first does the same (every claim starts from a
+//!   settled version, `claim.rs`), so no state is left with something in
+//!   flight and neither a holder nor a way out.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use asg_shared::Conversation;
 use asg_shared::events::InboxEvent;
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use super::claim::blocking;
 use super::index::Slot;
-use super::{Engine, EngineError, Inner, approval, save_blocking};
+use super::{Engine, EngineError, Inner};
 
 /// How often abandoned leases are looked for and idle slots dropped.
 const SWEEP: Duration = Duration::from_secs(2);
@@ -231,28 +235,19 @@ impl Inner {
     }
 
     /// Records a turn left unfinished on `slot` (by a shutdown, or by a
-    /// replica that died) as interrupted, under a claim: an executing
+    /// replica that died) as interrupted: the claim does it (a claim
+    /// always starts from a settled version, `claim.rs`), so an executing
     /// approval is reported "may have run", never re-run.
     pub(crate) async fn record_interrupted(&self, slot: &Arc<Slot>) -> Result<(), EngineError> {
-        let claim = self.claim(slot).await?;
-        let mut conversation = (*slot.snapshot()).clone();
-        let mut result = Ok(());
-        if approval::recover_interrupted(&mut conversation, Utc::now()) {
-            tracing::warn!(conversation = %conversation.id, "a turn was interrupted; recorded as interrupted, nothing re-run");
-            let conversation = Arc::new(conversation);
-            result = save_blocking(&self.store, conversation.clone()).await;
-            if result.is_ok() {
-                slot.publish(conversation);
-            }
-        }
-        claim.release().await;
-        result
+        self.claim(slot).await?.release().await;
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use asg_shared::{ApprovalDecision, ConversationStatus};
+    use chrono::Utc;
 
     use super::*;
 

@@ -9,6 +9,15 @@
 //! that was cut off long enough to lose a lease can never overwrite what
 //! the next holder did. A new conversation has no row yet: its lease is
 //! taken in memory and written with the first save.
+//!
+//! **No state without a holder or a way out.** A row with something in
+//! flight (`in_flight!`: a turn marked in progress, an approval
+//! `executing`) always carries a lease: saves never clear one, and a
+//! release (the only statement that does) leaves such a row's lease
+//! expired instead, so the next sweep of any replica
+//! ([`Leases::expired`]) records the turn as interrupted, or the next
+//! claim does. A holder that dies keeps its lease until it expires, with
+//! the same outcome.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -19,6 +28,18 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::postgres::limited;
+
+/// SQL: whether the row's document has something in flight — a turn
+/// marked in progress or an approval `executing`, what
+/// `engine::approval::recover_interrupted` settles (kept in step by
+/// `tests::in_flight_in_sql_is_what_recovery_settles`).
+macro_rules! in_flight {
+    () => {
+        "(COALESCE((doc ->> 'turn_in_progress')::boolean, false) \
+          OR jsonb_path_exists(doc, '$.pending_approvals[*] ? (@.state == \"executing\")') \
+          OR COALESCE(doc #>> '{pending_approval,state}' = 'executing', false))"
+    };
+}
 
 /// How long a lease outlives its holder's last renewal: how soon another
 /// replica takes over a conversation whose replica died.
@@ -93,24 +114,40 @@ impl Leases {
         Ok(Taken::Yes(doc))
     }
 
-    /// Gives `id`'s lease back (a lease already lost is left alone).
+    /// Gives `id`'s lease back (a lease already lost is left alone). A
+    /// row still in flight (the holder's last save failed, or it gave up
+    /// on a state it could not settle) keeps its lease, expired: the sweep
+    /// takes it over at once, where a cleared lease would leave it stuck.
     pub(super) async fn release(&self, pool: &PgPool, id: Uuid) {
         let Some(token) = self.held().remove(&id) else {
             return;
         };
-        let cleared = limited(
-            sqlx::query(
-                "UPDATE conversations SET lease_token = NULL, lease_until = NULL \
-                 WHERE id = $1 AND lease_token = $2",
-            )
+        let released: Result<Option<bool>, _> = limited(
+            sqlx::query_scalar(concat!(
+                "UPDATE conversations SET \
+                   lease_token = CASE WHEN ",
+                in_flight!(),
+                " THEN lease_token END, \
+                   lease_until = CASE WHEN ",
+                in_flight!(),
+                " THEN now() - interval '1 second' END \
+                 WHERE id = $1 AND lease_token = $2 \
+                 RETURNING lease_token IS NOT NULL"
+            ))
             .bind(id)
             .bind(token)
-            .execute(pool),
+            .fetch_optional(pool),
         )
         .await;
-        if let Err(error) = cleared {
+        match released {
+            Ok(Some(true)) => {
+                tracing::warn!(conversation = %id, "released in the middle of a turn; left to the sweep, which records it as interrupted");
+            }
+            Ok(_) => {}
             // It expires by itself.
-            tracing::warn!(conversation = %id, %error, "cannot release a conversation's lease; it expires");
+            Err(error) => {
+                tracing::warn!(conversation = %id, %error, "cannot release a conversation's lease; it expires");
+            }
         }
     }
 
@@ -175,5 +212,150 @@ async fn renew(pool: PgPool, leases: Weak<Leases>) {
         if let Err(error) = renewed {
             tracing::warn!(%error, leases = tokens.len(), "cannot renew the conversations' leases");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use asg_shared::Conversation;
+    use asg_tests::pg::TestDb;
+    use chrono::Utc;
+    use serde_json::{Value, json};
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::engine::approval::recover_interrupted;
+    use crate::store::{Claim, PgStore, Store};
+
+    /// A waiting conversation's document: its turn marked or not, its
+    /// approval in the list and/or (as older rows have it) alone in
+    /// `pending_approval`, in `state`.
+    fn doc(turn_in_progress: bool, state: &str, in_list: bool, alone: bool) -> Value {
+        let id = Uuid::new_v4();
+        let approval = json!({"uuid": Uuid::new_v4(), "conversation_id": id,
+            "tool_name": "resources_add", "tool_args": {}, "description": "",
+            "created_at": Utc::now(), "call_id": "c1", "state": state});
+        let mut doc = json!({"id": id, "session_id": "abcd1234", "status": "waiting_approval",
+            "messages": [], "created_at": Utc::now(), "updated_at": Utc::now(),
+            "turn_in_progress": turn_in_progress});
+        if in_list {
+            doc["pending_approvals"] = json!([approval.clone()]);
+        }
+        if alone {
+            doc["pending_approval"] = approval;
+        }
+        doc
+    }
+
+    async fn in_flight_in_sql(pool: &PgPool, doc: &Value) -> bool {
+        sqlx::query_scalar(concat!(
+            "SELECT ",
+            in_flight!(),
+            " FROM (SELECT $1::jsonb AS doc) AS row"
+        ))
+        .bind(doc)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_flight_in_sql_is_what_recovery_settles() {
+        let db = TestDb::create().await;
+        let pool = crate::store::postgres::connect(&db.url, 2).await.unwrap();
+        for turn in [false, true] {
+            for state in ["pending", "executing"] {
+                for (in_list, alone) in [(true, true), (false, true), (true, false)] {
+                    let raw = doc(turn, state, in_list, alone);
+                    let conversation: Conversation = serde_json::from_value(raw.clone()).unwrap();
+                    let settles = recover_interrupted(&mut conversation.clone(), Utc::now());
+                    let saved = serde_json::to_value(&conversation).unwrap();
+                    assert_eq!(in_flight_in_sql(&pool, &raw).await, settles, "{raw}");
+                    assert_eq!(in_flight_in_sql(&pool, &saved).await, settles, "{saved}");
+                }
+            }
+        }
+    }
+
+    async fn blocking<T: Send + 'static>(
+        store: &Arc<dyn Store>,
+        call: impl FnOnce(&dyn Store) -> T + Send + 'static,
+    ) -> T {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || call(store.as_ref()))
+            .await
+            .unwrap()
+    }
+
+    async fn lease_of(pool: &PgPool, id: Uuid) -> Option<Uuid> {
+        sqlx::query_scalar("SELECT lease_token FROM conversations WHERE id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_release_never_leaves_a_state_in_flight_without_a_lease() {
+        let db = TestDb::create().await;
+        let store: Arc<dyn Store> = Arc::new(PgStore::open(&db.url, 2).await.unwrap());
+        let pool = crate::store::postgres::connect(&db.url, 1).await.unwrap();
+        let executing: Conversation =
+            serde_json::from_value(doc(true, "executing", true, true)).unwrap();
+        let id = executing.id;
+        // A holder that gives it back still in flight (its last save
+        // failed): the lease stays, expired, and the sweep finds it.
+        blocking(&store, move |s| {
+            assert!(matches!(s.claim(id).unwrap(), Claim::Taken(None)));
+            s.save(&executing).unwrap();
+            s.release(id);
+        })
+        .await;
+        assert!(lease_of(&pool, id).await.is_some());
+        assert_eq!(blocking(&store, |s| s.abandoned().unwrap()).await, [id]);
+        // Whoever claims it next settles it; then the release clears.
+        blocking(&store, move |s| {
+            let Ok(Claim::Taken(Some(mut stored))) = s.claim(id) else {
+                panic!("an expired lease is taken");
+            };
+            assert!(recover_interrupted(&mut stored, Utc::now()));
+            s.save(&stored).unwrap();
+            s.release(id);
+        })
+        .await;
+        assert_eq!(lease_of(&pool, id).await, None);
+        assert!(
+            blocking(&store, |s| s.abandoned().unwrap())
+                .await
+                .is_empty()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rows_an_earlier_release_left_in_flight_get_an_expired_lease() {
+        let db = TestDb::create().await;
+        let pool = crate::store::postgres::connect(&db.url, 2).await.unwrap();
+        // The schema as the previous release left it (migrations 1 to 3).
+        let mut before = sqlx::migrate!("./migrations");
+        before.migrations = std::borrow::Cow::Owned(before.migrations[..3].to_vec());
+        before.run(&pool).await.unwrap();
+        let stuck = doc(true, "executing", true, true);
+        let idle = doc(false, "pending", true, true);
+        for doc in [&stuck, &idle] {
+            sqlx::query(
+                "INSERT INTO conversations (id, status, created_at, updated_at, doc) \
+                 VALUES ($1, 'waiting_approval', now(), now(), $2)",
+            )
+            .bind(doc["id"].as_str().unwrap().parse::<Uuid>().unwrap())
+            .bind(doc)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        crate::store::postgres::migrate(&pool).await.unwrap();
+        let stuck_id: Uuid = stuck["id"].as_str().unwrap().parse().unwrap();
+        assert_eq!(Leases::expired(&pool).await.unwrap(), [stuck_id]);
     }
 }
