@@ -17,6 +17,11 @@ use super::AppState;
 use super::error::ApiError;
 use super::events::live_events;
 use super::extract::Caller;
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
+use crate::auth::policy::ReadScope;
 use crate::auth::{Principal, policy};
 use crate::engine::Engine;
 
@@ -35,6 +40,7 @@ pub async fn inbox_events(
     let first = pending(state.engine.clone(), caller.clone()).await?;
     let (engine, for_lag) = (state.engine.clone(), caller.clone());
     let keep_engine = state.engine.clone();
+    let readers = std::sync::Arc::new(Readers::default());
     Ok(live_events(
         first,
         receiver,
@@ -43,34 +49,80 @@ pub async fn inbox_events(
             async move { pending(engine, caller).await.ok() }
         },
         move |event| {
-            let (engine, caller) = (keep_engine.clone(), caller.clone());
-            async move { visible(&engine, &caller, &event).await.then_some(event) }
+            let (engine, caller, readers) = (keep_engine.clone(), caller.clone(), readers.clone());
+            async move {
+                let seen = readers.visible(&engine, &caller, &event).await;
+                seen.then_some(event)
+            }
         },
         state.shutdown.clone(),
     ))
 }
 
-/// Whether `caller` may see an inbox event: approvals it may list, and
-/// changes of conversations it may read.
-async fn visible(engine: &Engine, caller: &Principal, event: &InboxEvent) -> bool {
-    let conversation = match event {
-        InboxEvent::Pending { .. } => return true,
-        InboxEvent::ApprovalRequested { approval } | InboxEvent::ApprovalReminder { approval } => {
-            return policy::can_see_approval(caller, approval);
+/// What a stream knows of the conversations its events were about: the
+/// owner and whether it has had an approval (the two facts `can_read`
+/// needs), so each event after the first of a conversation is judged
+/// without reading it again. Bounded: when full it starts over.
+#[derive(Default)]
+struct Readers {
+    known: std::sync::Mutex<HashMap<Uuid, (Option<String>, bool)>>,
+}
+
+/// Conversations one stream remembers.
+const READERS_KEPT: usize = 4096;
+
+impl Readers {
+    /// Whether `caller` may see an inbox event: approvals it may list,
+    /// and changes of conversations it may read.
+    async fn visible(&self, engine: &Engine, caller: &Principal, event: &InboxEvent) -> bool {
+        let (conversation, about_approval) = match event {
+            InboxEvent::Pending { .. } => return true,
+            InboxEvent::ApprovalRequested { approval }
+            | InboxEvent::ApprovalReminder { approval } => {
+                return policy::can_see_approval(caller, approval);
+            }
+            InboxEvent::ApprovalResolved {
+                conversation_id, ..
+            } => (*conversation_id, true),
+            InboxEvent::Status {
+                conversation_id,
+                status,
+            } => (
+                *conversation_id,
+                *status == asg_shared::ConversationStatus::WaitingApproval,
+            ),
+        };
+        let Some((owner, had)) = self.facts(engine, conversation).await else {
+            return false;
+        };
+        let had = had || about_approval;
+        if about_approval {
+            self.remember(conversation, owner.clone(), true);
         }
-        InboxEvent::ApprovalResolved {
-            conversation_id, ..
+        ReadScope::of(caller).admits(owner.as_deref(), had)
+    }
+
+    async fn facts(&self, engine: &Engine, id: Uuid) -> Option<(Option<String>, bool)> {
+        if let Some(known) = self.lock().get(&id) {
+            return Some(known.clone());
         }
-        | InboxEvent::Status {
-            conversation_id, ..
-        } => *conversation_id,
-    };
-    engine
-        .get(conversation)
-        .await
-        .ok()
-        .flatten()
-        .is_some_and(|c| policy::can_read(caller, &c))
+        let conversation = engine.get(id).await.ok().flatten()?;
+        let facts = (conversation.owner.clone(), conversation.had_approval());
+        self.remember(id, facts.0.clone(), facts.1);
+        Some(facts)
+    }
+
+    fn remember(&self, id: Uuid, owner: Option<String>, had_approval: bool) {
+        let mut known = self.lock();
+        if known.len() >= READERS_KEPT && !known.contains_key(&id) {
+            known.clear();
+        }
+        known.insert(id, (owner, had_approval));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, (Option<String>, bool)>> {
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// Most approvals in a stream's `pending` list; more are paged with
