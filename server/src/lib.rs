@@ -11,6 +11,7 @@ pub mod config;
 pub mod context;
 pub mod engine;
 pub mod filesystem;
+pub mod host_check;
 pub mod llm;
 pub mod mcp;
 pub mod notify;

@@ -12,7 +12,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::a2a::client::A2aClient;
-use crate::api::guard::HostPolicy;
+use crate::host_check::HostPolicy;
 use crate::api::{self, AgentInfo, AppState, CardSecurity};
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;

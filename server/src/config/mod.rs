@@ -520,24 +520,6 @@ fn hoist_sub_agents(
     Ok(())
 }
 
-/// `allowed_hosts` entries are bare host names (an optional port is
-/// ignored), not URLs.
-fn validate_allowed_hosts(hosts: &[String]) -> Result<(), (String, String)> {
-    for (i, host) in hosts.iter().enumerate() {
-        let bad = host.trim().is_empty()
-            || host.contains('/')
-            || host.contains('@')
-            || host.chars().any(char::is_whitespace);
-        if bad {
-            return Err((
-                format!("allowed_hosts[{i}]"),
-                format!("must be a host name like \"agent.example.com\", got {host:?}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// A reminder comes before the expiry it announces.
 fn validate_store(store: &StoreConfig) -> Result<(), (String, String)> {
     // The URL is checked once expanded (`StoreConfig::database_url`), at
@@ -669,7 +651,7 @@ impl AgentConfig {
 
     fn validate(&mut self) -> Result<(), (String, String)> {
         self.validate_basics()?;
-        validate_allowed_hosts(&self.allowed_hosts)?;
+        crate::host_check::validate_allowed_hosts(&self.allowed_hosts)?;
         if let Some(root) = &self.agent {
             tree::validate_tree(root, "agent")?;
         }
