@@ -302,7 +302,10 @@ mod tests {
         let policy = HostPolicy::new("127.0.0.1", &[]);
         let message = policy.refusal("Evil.example:8080");
         assert!(message.contains("\"Evil.example:8080\""), "{message}");
-        assert!(message.starts_with("this agent does not answer"), "{message}");
+        assert!(
+            message.starts_with("this agent does not answer"),
+            "{message}"
+        );
         assert!(
             message.contains("the agent config: allowed_hosts: [\"evil.example\"]"),
             "{message}"
@@ -318,8 +321,7 @@ mod tests {
     fn allowed_hosts_are_names_not_urls() {
         assert!(validate_allowed_hosts(&["a.example".into(), "box:8080".into()]).is_ok());
         for bad in ["http://a.example/", "", " ", "user@host", "a b"] {
-            let (field, problem) =
-                validate_allowed_hosts(&["ok".into(), bad.into()]).unwrap_err();
+            let (field, problem) = validate_allowed_hosts(&["ok".into(), bad.into()]).unwrap_err();
             assert_eq!(field, "allowed_hosts[1]", "{bad:?}");
             assert!(problem.contains("host name"), "{problem}");
         }
