@@ -16,6 +16,7 @@ pub mod llm;
 pub mod mcp;
 pub mod notify;
 pub mod resources;
+pub mod service_token;
 pub mod store;
 #[cfg(test)]
 mod test_support;

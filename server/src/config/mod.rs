@@ -279,6 +279,12 @@ pub struct McpServerConfig {
     /// Endpoint of a streamable-HTTP server.
     #[serde(default)]
     pub url: Option<String>,
+    /// HTTP servers: the environment variable holding the server's
+    /// service token (its own `auth_token_env`), read at startup and sent
+    /// as `Authorization: Bearer` on every request, instead of the
+    /// caller's token, which then never reaches that server.
+    #[serde(default)]
+    pub auth_token_env: Option<String>,
     /// Seconds one tool call may take.
     #[serde(default = "default_tool_timeout")]
     pub timeout_secs: u64,
@@ -748,6 +754,21 @@ impl AgentConfig {
                     return Err((
                         format!("{field}.url"),
                         format!("must be an http(s) URL, got {url:?}"),
+                    ));
+                }
+                _ => {}
+            }
+            match &server.auth_token_env {
+                Some(_) if server.url.is_none() => {
+                    return Err((
+                        format!("{field}.auth_token_env"),
+                        "is for servers reached by `url` (a stdio server needs no token)".into(),
+                    ));
+                }
+                Some(var) if var.trim().is_empty() => {
+                    return Err((
+                        format!("{field}.auth_token_env"),
+                        "must name an environment variable".into(),
                     ));
                 }
                 _ => {}

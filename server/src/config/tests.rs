@@ -227,3 +227,26 @@ fn the_store_url_is_postgres_or_absent_never_a_silent_fall_back() {
         "{shown}"
     );
 }
+
+#[test]
+fn auth_token_env_is_for_http_servers_only() {
+    let config =
+        parse("mcp_servers:\n  - {name: fs, url: http://fs:8091/mcp, auth_token_env: FS_TOKEN}\n")
+            .unwrap();
+    assert_eq!(
+        config.mcp_servers[0].auth_token_env.as_deref(),
+        Some("FS_TOKEN")
+    );
+    let error =
+        parse("mcp_servers:\n  - {name: r, command: mcp-resources, auth_token_env: R_TOKEN}\n")
+            .unwrap_err();
+    assert!(
+        error.contains("mcp_servers[0].auth_token_env") && error.contains("url"),
+        "{error}"
+    );
+    let error = parse("mcp_servers:\n  - {url: http://x/mcp, auth_token_env: \"\"}\n").unwrap_err();
+    assert!(
+        error.contains("must name an environment variable"),
+        "{error}"
+    );
+}
