@@ -27,6 +27,9 @@
 #   STACK_DIST_DIR    the chat bundle (default web/dist, built by
 #                     scripts/build-web.sh when missing)
 #   STACK_TIMEOUT     seconds each service may take to answer /health (60)
+#   MCP_RESOURCES_TOKEN MCP_FILESYSTEM_TOKEN  the service tokens the tool
+#                     servers require on /mcp and agents B / C send
+#                     (default: a random one each, new on every run)
 #   RUST_LOG          log levels (default info)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,6 +72,15 @@ export AGENT_C_ADDR=127.0.0.1:$AGENT_C_PORT
 # to their scripted rules when AGENT_MODEL is empty.
 export AGENT_MODEL=${AGENT_MODEL:-${GEMINI_API_KEY:+gemini-2.5-flash}}
 export RUST_LOG=${RUST_LOG:-info}
+
+# The service tokens between agent B and mcp-resources, agent C and
+# mcp-filesystem (`auth_token_env` in their configs): random per run unless
+# given, never printed. Only the processes that use one get it.
+random_token() { od -An -N32 -tx1 /dev/urandom | tr -d ' \n'; }
+RESOURCES_TOKEN=${MCP_RESOURCES_TOKEN:-$(random_token)}
+FILESYSTEM_TOKEN=${MCP_FILESYSTEM_TOKEN:-$(random_token)}
+unset MCP_RESOURCES_TOKEN MCP_FILESYSTEM_TOKEN
+START_ENV=()
 
 say() { printf '==> %s\n' "$*"; }
 die() { printf 'stack.sh: %s\n' "$*" >&2; exit 1; }
@@ -168,11 +180,18 @@ if command -v setsid >/dev/null 2>&1; then DETACH=(setsid); fi
 
 # start NAME PROGRAM ARGS...: runs PROGRAM in the state directory (relative
 # paths in the configs land there, as under /app in the image), output
-# to logs/NAME.log.
+# to logs/NAME.log. The VAR=VALUE entries of START_ENV are exported to
+# that process only (in its environment, never on a command line), then
+# START_ENV is emptied.
 start() {
   local name=$1
   shift
-  (cd "$STATE" && exec "${DETACH[@]}" "$@") >"$LOGS/$name.log" 2>&1 </dev/null &
+  (
+    cd "$STATE"
+    for assignment in ${START_ENV[@]+"${START_ENV[@]}"}; do export "$assignment"; done
+    exec ${DETACH[@]+"${DETACH[@]}"} "$@"
+  ) >"$LOGS/$name.log" 2>&1 </dev/null &
+  START_ENV=()
   NAMES+=("$name")
   PIDS+=($!)
   echo "$name $!" >>"$PIDFILE"
@@ -204,14 +223,18 @@ healthy() {
 local_url() { printf 'http://127.0.0.1:%s' "$1"; }
 
 say "starting the stack in $STATE (logs in $LOGS)"
+START_ENV=("MCP_RESOURCES_TOKEN=$RESOURCES_TOKEN")
 start mcp-resources "$BIN/mcp-resources" --config "$CONFIGS/mcp-resources.yaml" \
   --host "$HOST" --port "$MCP_RESOURCES_PORT"
+START_ENV=("MCP_FILESYSTEM_TOKEN=$FILESYSTEM_TOKEN")
 start mcp-filesystem "$BIN/mcp-filesystem" --config "$CONFIGS/mcp-filesystem.yaml" \
   --host "$HOST" --port "$MCP_FILESYSTEM_PORT"
 healthy mcp-resources "$(local_url "$MCP_RESOURCES_PORT")/health"
 healthy mcp-filesystem "$(local_url "$MCP_FILESYSTEM_PORT")/health"
 
+START_ENV=("MCP_RESOURCES_TOKEN=$RESOURCES_TOKEN")
 start agent-b "$BIN/agent" --config "$CONFIGS/agent-b.yaml" --host "$HOST" --port "$AGENT_B_PORT"
+START_ENV=("MCP_FILESYSTEM_TOKEN=$FILESYSTEM_TOKEN")
 start agent-c "$BIN/agent" --config "$CONFIGS/agent-c.yaml" --host "$HOST" --port "$AGENT_C_PORT"
 healthy agent-b "$(local_url "$AGENT_B_PORT")/health"
 healthy agent-c "$(local_url "$AGENT_C_PORT")/health"
@@ -229,8 +252,8 @@ cat <<EOF
   agent-a:         $(local_url "$AGENT_A_PORT")/   orchestrator (docs: /docs)
   agent-b:         $(local_url "$AGENT_B_PORT")/   resources
   agent-c:         $(local_url "$AGENT_C_PORT")/   files (root "workspace": $STATE/data/workspace)
-  mcp-resources:   $(local_url "$MCP_RESOURCES_PORT")/mcp
-  mcp-filesystem:  $(local_url "$MCP_FILESYSTEM_PORT")/mcp
+  mcp-resources:   $(local_url "$MCP_RESOURCES_PORT")/mcp   (service token required)
+  mcp-filesystem:  $(local_url "$MCP_FILESYSTEM_PORT")/mcp   (service token required)
   Model:           ${AGENT_MODEL:-offline (scripted rules in config/compose)}
   Logs:            $LOGS
   Try:             add resource web-1 with value 42  /  write file notes.txt with content hello

@@ -11,10 +11,12 @@ pub mod config;
 pub mod context;
 pub mod engine;
 pub mod filesystem;
+pub mod host_check;
 pub mod llm;
 pub mod mcp;
 pub mod notify;
 pub mod resources;
+pub mod service_token;
 pub mod store;
 #[cfg(test)]
 mod test_support;

@@ -26,6 +26,7 @@ fn resources(dir: &Path, env: &[(&str, &str)], timeout_secs: u64) -> McpServerCo
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<BTreeMap<_, _>>(),
         url: None,
+        auth_token_env: None,
         timeout_secs,
     }
 }

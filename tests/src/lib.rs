@@ -537,14 +537,21 @@ pub struct WebServer {
 impl WebServer {
     /// Starts `web` proxying to `agent_url`, serving `dist_dir`.
     pub fn start(agent_url: &str, dist_dir: &Path) -> WebServer {
+        let config = workspace_root().join("config/web.yaml");
+        WebServer::start_with(&config, "127.0.0.1", agent_url, dist_dir)
+    }
+
+    /// Starts `web --config config` listening on `host` (`0.0.0.0`: every
+    /// address; the URL stays on 127.0.0.1).
+    pub fn start_with(config: &Path, host: &str, agent_url: &str, dist_dir: &Path) -> WebServer {
         let mut child = Command::new(binary("web"))
             .arg("--config")
-            .arg(workspace_root().join("config/web.yaml"))
+            .arg(config)
             .args([
                 "--port",
                 "0",
                 "--host",
-                "127.0.0.1",
+                host,
                 "--agent-url",
                 agent_url,
                 "--dist-dir",

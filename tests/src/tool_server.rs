@@ -22,10 +22,21 @@ impl ToolServer {
     /// Starts binary `name` with `--config config --port port` (0: any
     /// free port) and waits for its "listening on" line.
     pub fn start(name: &'static str, config: &Path, port: u16) -> ToolServer {
+        ToolServer::start_with_env(name, config, port, &[])
+    }
+
+    /// [`ToolServer::start`] with extra environment variables.
+    pub fn start_with_env(
+        name: &'static str,
+        config: &Path,
+        port: u16,
+        env: &[(&str, &str)],
+    ) -> ToolServer {
         let mut child = Command::new(binary(name))
             .arg("--config")
             .arg(config)
             .args(["--port", &port.to_string()])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

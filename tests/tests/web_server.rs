@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use asg_tests::fake_http::{FakeHttp, Reply};
 use asg_tests::{Agent, AgentOptions, WebServer, testdata};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -104,4 +105,142 @@ async fn an_unreachable_agent_or_a_missing_bundle_gives_a_clear_answer() {
         page.contains("not built") && page.contains("build-web.sh"),
         "{page}"
     );
+}
+
+/// `POST url` as a rebinding page would send it: its own `Host` and a
+/// matching `Origin`, a JSON body.
+async fn post_as(url: &str, host: &str, origin: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("host", host)
+        .header("origin", origin)
+        .header("content-type", "application/json")
+        .body(json!({"message": "add resource rebound-1 with value 1"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn port_of(url: &str) -> &str {
+    url.rsplit(':').next().unwrap()
+}
+
+/// DNS rebinding through the web proxy: a page on `evil.example` resolved
+/// to this machine sends `Host: evil.example:PORT` with `Origin:
+/// http://evil.example:PORT`. The web server refuses it (421) whatever it
+/// listens on, and nothing reaches the agent; a forged Origin behind a
+/// loopback Host gets 403; the loopback chat keeps working.
+#[tokio::test]
+async fn a_rebinding_page_cannot_drive_the_agent_through_the_web_proxy() {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let dist = dist_with_index();
+    let config = asg_tests::workspace_root().join("config/web.yaml");
+    let total = || async {
+        let (_, list) = agent.get("/conversations").await;
+        list["summary"]["total"].as_u64().unwrap()
+    };
+    for listen in ["127.0.0.1", "0.0.0.0"] {
+        let before = total().await;
+        let web = WebServer::start_with(&config, listen, &agent.url, dist.path());
+        let port = port_of(&web.url);
+        let evil = format!("evil.example:{port}");
+        let create = format!("{}/api/conversations", web.url);
+        let (status, body) = post_as(&create, &evil, &format!("http://{evil}")).await;
+        assert_eq!(status, 421, "{listen}: {body}");
+        assert_eq!(body["error"]["code"], "misdirected_request", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&evil) && message.contains("allowed_hosts"),
+            "{message}"
+        );
+        for path in ["/", "/api/conversations", "/web/health"] {
+            let response = reqwest::Client::new()
+                .get(format!("{}{path}", web.url))
+                .header("host", &evil)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 421, "{listen} GET {path}");
+        }
+        // A loopback Host with a foreign Origin: the Origin is compared
+        // with the configured origins, not with the Host.
+        let local = format!("localhost:{port}");
+        let (status, body) = post_as(&create, &local, "http://evil.example").await;
+        assert_eq!(status, 403, "{listen}: {body}");
+        assert_eq!(
+            total().await,
+            before,
+            "{listen}: a refused request reached the agent"
+        );
+        // The chat itself, on a loopback origin.
+        for origin in [
+            format!("http://{local}"),
+            format!("http://127.0.0.1:{port}"),
+        ] {
+            let (status, body) = post_as(&create, &local, &origin).await;
+            assert_eq!(status, 201, "{listen} {origin}: {body}");
+        }
+        assert_eq!(total().await, before + 2, "{listen}");
+    }
+    assert!(agent.resource_names().await.is_empty());
+}
+
+/// A name in the web config's `allowed_hosts` is answered, and its
+/// origin at the listen port may post; other names still get 421.
+#[tokio::test]
+async fn a_name_in_allowed_hosts_is_answered() {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let dist = dist_with_index();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("web.yaml");
+    std::fs::write(&config, "allowed_hosts: [Chat.Test]\n").unwrap();
+    let web = WebServer::start_with(&config, "0.0.0.0", &agent.url, dist.path());
+    let port = port_of(&web.url);
+    let named = format!("chat.test:{port}");
+    let create = format!("{}/api/conversations", web.url);
+    let (status, body) = post_as(&create, &named, &format!("http://{named}")).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = post_as(&create, &format!("other.test:{port}"), "http://other.test").await;
+    assert_eq!(status, 421, "{body}");
+}
+
+/// The proxy never passes the browser's `Host` (or forwarding headers)
+/// on: the agent sees its own host, as in `agent_url`.
+#[tokio::test]
+async fn the_proxy_sends_the_agents_own_host() {
+    let fake = FakeHttp::start(vec![Reply::json(json!({"conversations": []}))]).await;
+    let dist = dist_with_index();
+    let web = WebServer::start(&fake.url, dist.path());
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/conversations", web.url))
+        .header("host", format!("localhost:{}", port_of(&web.url)))
+        .header("x-forwarded-host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let header = |name: &str| {
+        requests[0]
+            .headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let agent_host = fake.url.trim_start_matches("http://");
+    assert_eq!(header("host").as_deref(), Some(agent_host));
+    assert_eq!(header("x-forwarded-host"), None);
+
+    // A refused request never reaches it.
+    let refused = reqwest::Client::new()
+        .delete(format!("{}/api/conversations/x", web.url))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 421);
+    assert_eq!(fake.requests().len(), 1);
 }

@@ -5,125 +5,26 @@
 //!   still carry `Host: evil.example`. When the agent listens on a loopback
 //!   address, only loopback names (and `allowed_hosts`) are answered; other
 //!   hosts get 421. On other addresses the check applies once
-//!   `allowed_hosts` is set.
+//!   `allowed_hosts` is set. The check itself is `crate::host_check`,
+//!   shared with the web server and the tool servers.
 //! - **Cross-site simple requests:** a form or `fetch` without preflight
 //!   can only send `text/plain`, form or multipart bodies. A state-changing
 //!   request with a body must say `application/json` (or `*/*+json`),
 //!   otherwise it gets 415 before any handler runs.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
+use crate::host_check::HostPolicy;
 
-/// Longest host name echoed back in an error message.
+/// Longest content type echoed back in an error message.
 const MAX_ECHOED: usize = 100;
-
-/// Which `Host` header values the agent answers.
-#[derive(Debug, Clone)]
-pub struct HostPolicy {
-    /// False: every host is answered.
-    check: bool,
-    /// Extra accepted names, lower case, without port or brackets.
-    allowed: Vec<String>,
-    /// The configured listen address, for error messages.
-    listen: String,
-}
-
-impl HostPolicy {
-    /// The policy for an agent listening on `listen_host` with the
-    /// configured `allowed_hosts`.
-    pub fn new(listen_host: &str, allowed_hosts: &[String]) -> HostPolicy {
-        HostPolicy {
-            check: is_loopback_name(&normalize(listen_host)) || !allowed_hosts.is_empty(),
-            allowed: allowed_hosts.iter().map(|h| normalize(h)).collect(),
-            listen: listen_host.to_string(),
-        }
-    }
-
-    /// Answers every host (router tests, tools).
-    pub fn any() -> HostPolicy {
-        HostPolicy {
-            check: false,
-            allowed: Vec::new(),
-            listen: String::new(),
-        }
-    }
-
-    /// Whether a `Host` value (`name`, `name:port`, `[v6]:port`) is
-    /// answered.
-    pub fn accepts(&self, host: &str) -> bool {
-        if !self.check {
-            return true;
-        }
-        let name = normalize(host);
-        is_loopback_name(&name) || self.allowed.contains(&name)
-    }
-
-    fn refusal(&self, host: &str) -> ApiError {
-        let shown: String = host.chars().take(MAX_ECHOED).collect();
-        let name = normalize(&shown);
-        ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "misdirected_request",
-            format!(
-                "this agent does not answer to host {shown:?}: it listens on {} and answers \
-                 loopback names (localhost, 127.0.0.1, [::1]){}; to allow the name, add it to \
-                 the agent config: allowed_hosts: [{name:?}]",
-                self.listen,
-                self.listed(),
-            ),
-        )
-    }
-
-    fn listed(&self) -> String {
-        if self.allowed.is_empty() {
-            String::new()
-        } else {
-            format!(" and allowed_hosts ({})", self.allowed.join(", "))
-        }
-    }
-}
-
-/// Lower case, without the port, the IPv6 brackets or a final dot.
-fn normalize(host: &str) -> String {
-    let host = host.trim();
-    if host.parse::<IpAddr>().is_ok() {
-        // A bare IPv6 address (a listen address, never a Host header).
-        return host.to_ascii_lowercase();
-    }
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split_once(']').map_or(rest, |(inside, _)| inside)
-    } else {
-        match host.rsplit_once(':') {
-            Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-            _ => host,
-        }
-    };
-    name.trim_end_matches('.').to_ascii_lowercase()
-}
-
-/// `localhost`, `*.localhost`, 127.0.0.0/8 and `::1` (normalized names).
-fn is_loopback_name(name: &str) -> bool {
-    name == "localhost"
-        || name.ends_with(".localhost")
-        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// The host a request was sent to: the `Host` header, or the URI's
-/// authority (HTTP/2). `Err` for a header that is not text.
-fn request_host<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Result<Option<&'a str>, ()> {
-    match headers.get(header::HOST) {
-        Some(value) => value.to_str().map(Some).map_err(|_| ()),
-        None => Ok(uri.authority().map(|a| a.as_str())),
-    }
-}
 
 /// Whether a request has (or may have) a body: anything but a body known
 /// to be empty (a body of unknown length counts as one).
@@ -166,25 +67,16 @@ fn check_content_type(request: &Request) -> Result<(), ApiError> {
     ))
 }
 
-/// The middleware: Host first (421), then the content type (415).
+/// The middleware: Host first (421, `crate::host_check`), then the
+/// content type (415).
 pub async fn guard(State(hosts): State<Arc<HostPolicy>>, request: Request, next: Next) -> Response {
-    if let Err(error) = check_host(&hosts, &request) {
-        return error.into_response();
+    if let Err(message) = hosts.check(request.headers(), request.uri()) {
+        return crate::host_check::misdirected(message).into_response();
     }
     if let Err(error) = check_content_type(&request) {
         return error.into_response();
     }
     next.run(request).await
-}
-
-fn check_host(policy: &Arc<HostPolicy>, request: &Request) -> Result<(), ApiError> {
-    match request_host(request.headers(), request.uri()) {
-        // No Host at all: not a browser (every browser sends one).
-        Ok(None) => Ok(()),
-        Ok(Some(host)) if policy.accepts(host) => Ok(()),
-        Ok(Some(host)) => Err(policy.refusal(host)),
-        Err(()) => Err(policy.refusal("(not text)")),
-    }
 }
 
 #[cfg(test)]
@@ -195,64 +87,6 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-
-    #[test]
-    fn loopback_listeners_answer_loopback_names_and_allowed_hosts_only() {
-        let policy = HostPolicy::new("127.0.0.1", &["Agent.Example.com".into()]);
-        for host in [
-            "localhost",
-            "LOCALHOST:8080",
-            "app.localhost:3000",
-            "127.0.0.1",
-            "127.1.2.3:9",
-            "[::1]",
-            "[::1]:8080",
-            "agent.example.com",
-            "AGENT.example.COM:443",
-            "localhost.",
-        ] {
-            assert!(policy.accepts(host), "{host}");
-        }
-        for host in [
-            "evil.example",
-            "evil.example:8080",
-            "localhost.evil.example",
-            "128.0.0.1",
-            "[::2]:80",
-            "example.com",
-            "",
-        ] {
-            assert!(!policy.accepts(host), "{host}");
-        }
-    }
-
-    #[test]
-    fn which_listen_addresses_check_the_host() {
-        for listen in [
-            "127.0.0.1",
-            "127.0.0.2",
-            "::1",
-            "[::1]",
-            "localhost",
-            "LocalHost",
-        ] {
-            assert!(
-                !HostPolicy::new(listen, &[]).accepts("evil.example"),
-                "{listen}"
-            );
-        }
-        for listen in ["0.0.0.0", "::", "192.168.1.5", "agent.internal"] {
-            assert!(
-                HostPolicy::new(listen, &[]).accepts("evil.example"),
-                "{listen}"
-            );
-            let strict = HostPolicy::new(listen, &["agent.internal".into()]);
-            assert!(!strict.accepts("evil.example"), "{listen}");
-            assert!(strict.accepts("agent.internal:8080"), "{listen}");
-            assert!(strict.accepts("localhost:8080"), "{listen}");
-        }
-        assert!(HostPolicy::any().accepts("evil.example"));
-    }
 
     #[test]
     fn json_media_types() {
@@ -352,16 +186,5 @@ mod tests {
                 "{content_type:?}"
             );
         }
-    }
-
-    #[test]
-    fn the_refusal_names_the_host_and_the_setting() {
-        let policy = HostPolicy::new("127.0.0.1", &[]);
-        let message = format!("{:?}", policy.refusal("Evil.example:8080"));
-        assert!(message.contains("Evil.example:8080"), "{message}");
-        assert!(
-            message.contains("allowed_hosts: [\\\"evil.example\\\"]"),
-            "{message}"
-        );
     }
 }

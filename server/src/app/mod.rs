@@ -12,7 +12,6 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::a2a::client::A2aClient;
-use crate::api::guard::HostPolicy;
 use crate::api::{self, AgentInfo, AppState, CardSecurity};
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;
@@ -22,6 +21,7 @@ use crate::engine::rules::ApprovalRules;
 use crate::engine::{
     DecisionPolicy, Engine, EngineLimits, EngineParts, ExpiryPolicy, HistoryBudget,
 };
+use crate::host_check::HostPolicy;
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
 use crate::notify::Notifier;

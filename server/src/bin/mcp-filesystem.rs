@@ -5,7 +5,9 @@
 //! `mcp-filesystem listening on http://ADDR:PORT/mcp` once bound, and
 //! stops on SIGTERM / Ctrl-C. With `--stdio` it serves stdin/stdout
 //! instead (what an agent spawns as a subprocess) and stops when stdin
-//! closes. Logs go to stderr only; `RUST_LOG` sets the level (default
+//! closes. Over HTTP, `/mcp` answers only loopback names and
+//! `allowed_hosts`, and with `auth_token_env` only requests carrying that
+//! variable's token (a missing or short token stops the start, exit 2). Logs go to stderr only; `RUST_LOG` sets the level (default
 //! `warn`). A bad configuration (unknown key, no roots, a root that is not
 //! a directory, an unknown tool name) stops it at startup with exit code 2.
 
@@ -57,10 +59,17 @@ async fn main() -> ExitCode {
     let served = if args.stdio {
         agent_server::filesystem::serve_stdio(sandbox).await
     } else {
-        let host = args.host.unwrap_or(config.host);
+        let host = args.host.clone().unwrap_or_else(|| config.host.clone());
         let port = args.port.unwrap_or(config.port);
+        let access = match config.access(&host) {
+            Ok(access) => access,
+            Err(message) => {
+                eprintln!("error: {}: {message}", args.config.display());
+                return ExitCode::from(2);
+            }
+        };
         let shutdown = agent_server::app::shutdown_signal();
-        agent_server::filesystem::http::serve_http(sandbox, &host, port, shutdown).await
+        agent_server::filesystem::http::serve_http(sandbox, &host, port, access, shutdown).await
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

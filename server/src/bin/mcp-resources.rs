@@ -5,7 +5,9 @@
 //! closes. With `--config FILE` (the reference's `host`, `port`,
 //! `db_path`) it serves streamable HTTP at `/mcp` plus `GET /health`,
 //! prints `mcp-resources listening on http://ADDR:PORT/mcp` once bound,
-//! and stops on SIGTERM / Ctrl-C. `RUST_LOG` sets the level (default
+//! and stops on SIGTERM / Ctrl-C. `/mcp` answers only loopback names and
+//! `allowed_hosts`, and with `auth_token_env` only requests carrying that
+//! variable's token (a missing or short token stops the start, exit 2). `RUST_LOG` sets the level (default
 //! `warn`).
 
 use std::path::PathBuf;
@@ -74,8 +76,15 @@ async fn main() -> ExitCode {
     if let Some(host) = args.host {
         config.host = host;
     }
+    let access = match config.access() {
+        Ok(access) => access,
+        Err(message) => {
+            eprintln!("error: {}: {message}", config_path.display());
+            return ExitCode::from(2);
+        }
+    };
     let shutdown = agent_server::app::shutdown_signal();
-    match agent_server::resources::http::serve_http(config, shutdown).await {
+    match agent_server::resources::http::serve_http(config, access, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

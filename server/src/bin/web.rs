@@ -55,7 +55,8 @@ async fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     println!(
-        "web chat listening on http://{bound} (agent {}) — open http://{}:{}/",
+        "web chat listening on http://{} (agent {}) — open http://{}:{}/",
+        agent_server::tool_http::shown(bound),
         config.agent_url,
         if config.host == "0.0.0.0" {
             "localhost"
@@ -64,7 +65,7 @@ async fn run(args: Args) -> Result<(), String> {
         },
         bound.port()
     );
-    axum::serve(listener, router(&config))
+    axum::serve(listener, router(&config, bound.port()))
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| format!("server error: {e}"))

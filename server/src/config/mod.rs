@@ -279,6 +279,12 @@ pub struct McpServerConfig {
     /// Endpoint of a streamable-HTTP server.
     #[serde(default)]
     pub url: Option<String>,
+    /// HTTP servers: the environment variable holding the server's
+    /// service token (its own `auth_token_env`), read at startup and sent
+    /// as `Authorization: Bearer` on every request, instead of the
+    /// caller's token, which then never reaches that server.
+    #[serde(default)]
+    pub auth_token_env: Option<String>,
     /// Seconds one tool call may take.
     #[serde(default = "default_tool_timeout")]
     pub timeout_secs: u64,
@@ -520,24 +526,6 @@ fn hoist_sub_agents(
     Ok(())
 }
 
-/// `allowed_hosts` entries are bare host names (an optional port is
-/// ignored), not URLs.
-fn validate_allowed_hosts(hosts: &[String]) -> Result<(), (String, String)> {
-    for (i, host) in hosts.iter().enumerate() {
-        let bad = host.trim().is_empty()
-            || host.contains('/')
-            || host.contains('@')
-            || host.chars().any(char::is_whitespace);
-        if bad {
-            return Err((
-                format!("allowed_hosts[{i}]"),
-                format!("must be a host name like \"agent.example.com\", got {host:?}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// A reminder comes before the expiry it announces.
 fn validate_store(store: &StoreConfig) -> Result<(), (String, String)> {
     // The URL is checked once expanded (`StoreConfig::database_url`), at
@@ -669,7 +657,7 @@ impl AgentConfig {
 
     fn validate(&mut self) -> Result<(), (String, String)> {
         self.validate_basics()?;
-        validate_allowed_hosts(&self.allowed_hosts)?;
+        crate::host_check::validate_allowed_hosts(&self.allowed_hosts)?;
         if let Some(root) = &self.agent {
             tree::validate_tree(root, "agent")?;
         }
@@ -766,6 +754,21 @@ impl AgentConfig {
                     return Err((
                         format!("{field}.url"),
                         format!("must be an http(s) URL, got {url:?}"),
+                    ));
+                }
+                _ => {}
+            }
+            match &server.auth_token_env {
+                Some(_) if server.url.is_none() => {
+                    return Err((
+                        format!("{field}.auth_token_env"),
+                        "is for servers reached by `url` (a stdio server needs no token)".into(),
+                    ));
+                }
+                Some(var) if var.trim().is_empty() => {
+                    return Err((
+                        format!("{field}.auth_token_env"),
+                        "must name an environment variable".into(),
                     ));
                 }
                 _ => {}

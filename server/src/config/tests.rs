@@ -273,3 +273,71 @@ fn bad_rules_are_startup_errors_naming_the_field() {
         assert!(message.contains(expected), "{yaml}: {message}");
     }
 }
+
+#[test]
+fn auth_token_env_is_for_http_servers_only() {
+    let config =
+        parse("mcp_servers:\n  - {name: fs, url: http://fs:8091/mcp, auth_token_env: FS_TOKEN}\n")
+            .unwrap();
+    assert_eq!(
+        config.mcp_servers[0].auth_token_env.as_deref(),
+        Some("FS_TOKEN")
+    );
+    let error =
+        parse("mcp_servers:\n  - {name: r, command: mcp-resources, auth_token_env: R_TOKEN}\n")
+            .unwrap_err();
+    assert!(
+        error.contains("mcp_servers[0].auth_token_env") && error.contains("url"),
+        "{error}"
+    );
+    let error = parse("mcp_servers:\n  - {url: http://x/mcp, auth_token_env: \"\"}\n").unwrap_err();
+    assert!(
+        error.contains("must name an environment variable"),
+        "{error}"
+    );
+}
+
+/// The compose stack names every service in its own `allowed_hosts`, and
+/// agents B and C send the service token their tool server requires
+/// (`crate::resources::http` / `crate::filesystem::config` check the
+/// servers' side).
+#[test]
+fn compose_services_answer_their_names_and_send_the_tool_tokens() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/compose");
+    for (name, token) in [
+        ("agent-a", None),
+        ("agent-b", Some("MCP_RESOURCES_TOKEN")),
+        ("agent-c", Some("MCP_FILESYSTEM_TOKEN")),
+    ] {
+        let path = dir.join(format!("{name}.yaml"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let config = AgentConfig::parse_with_env(&text, &path, &|_| None).unwrap();
+        assert_eq!(config.allowed_hosts, [name]);
+        let tokens: Vec<_> = config
+            .mcp_servers
+            .iter()
+            .map(|s| s.auth_token_env.as_deref())
+            .collect();
+        assert_eq!(
+            tokens,
+            token.map(Some).into_iter().collect::<Vec<_>>(),
+            "{name}"
+        );
+    }
+    let web = crate::web::WebConfig::load(&dir.join("web.yaml")).unwrap();
+    assert_eq!(web.allowed_hosts, ["web"]);
+    let resources =
+        crate::resources::http::HttpConfig::load(&dir.join("mcp-resources.yaml")).unwrap();
+    assert_eq!(resources.allowed_hosts, ["mcp-resources"]);
+    assert_eq!(
+        resources.auth_token_env.as_deref(),
+        Some("MCP_RESOURCES_TOKEN")
+    );
+    let files =
+        crate::filesystem::config::FsConfig::load(&dir.join("mcp-filesystem.yaml")).unwrap();
+    assert_eq!(files.allowed_hosts, ["mcp-filesystem"]);
+    assert_eq!(
+        files.auth_token_env.as_deref(),
+        Some("MCP_FILESYSTEM_TOKEN")
+    );
+}

@@ -1,6 +1,7 @@
 //! `config/mcp-filesystem.yaml`: the reference's shape — `host` (default
 //! `0.0.0.0`), `port` (default 8091), `max_full_read_size` (bytes, default
-//! 1 MiB) and `roots: [{name, path, allowed_tools}]`.
+//! 1 MiB) and `roots: [{name, path, allowed_tools}]`; over HTTP also
+//! `allowed_hosts` and `auth_token_env` (see `tool_http::Access`).
 //!
 //! Unknown keys are errors naming the field. After parsing, [`FsConfig::parse`]
 //! checks what needs no filesystem: at least one root, names unique and not
@@ -49,6 +50,14 @@ pub struct FsConfig {
     /// The directories the tools may touch.
     #[serde(default)]
     pub roots: Vec<RootConfig>,
+    /// Host names answered over HTTP besides loopback ones (compose
+    /// service names); other `Host` headers get 421 on any listen address.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// The environment variable holding the service token `/mcp`
+    /// requires as `Authorization: Bearer` (none: no token; HTTP only).
+    #[serde(default)]
+    pub auth_token_env: Option<String>,
 }
 
 /// One entry of `roots:`.
@@ -101,6 +110,18 @@ impl FsConfig {
         Ok(config)
     }
 
+    /// Who may call `/mcp` when serving HTTP on `listen_host` (the
+    /// service token read from the environment now; an error names the
+    /// variable).
+    pub fn access(&self, listen_host: &str) -> Result<crate::tool_http::Access, String> {
+        crate::tool_http::Access::new(
+            "mcp-filesystem",
+            listen_host,
+            &self.allowed_hosts,
+            self.auth_token_env.as_deref(),
+        )
+    }
+
     fn validate(&self) -> Result<(), String> {
         if self.roots.is_empty() {
             return Err("roots: no roots are configured; add at least one \
@@ -110,6 +131,8 @@ impl FsConfig {
         if self.max_full_read_size == 0 {
             return Err("max_full_read_size: must be at least 1 byte".into());
         }
+        crate::host_check::validate_allowed_hosts(&self.allowed_hosts)
+            .map_err(|(field, problem)| format!("{field}: {problem}"))?;
         let mut names = BTreeSet::new();
         for (i, root) in self.roots.iter().enumerate() {
             root.validate(i)?;

@@ -1,8 +1,8 @@
 //! `mcp-filesystem` over MCP streamable HTTP (rmcp's
 //! `StreamableHttpService`, one session per client) at `/mcp`, with
-//! `GET /health`, as `mcp-resources --config` serves its tools.
+//! `GET /health`, as `mcp-resources --config` serves its tools, guarded by
+//! `tool_http::Access` (`allowed_hosts`, `auth_token_env`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -10,22 +10,29 @@ use tokio_util::sync::CancellationToken;
 
 use super::FilesystemServer;
 use super::sandbox::Sandbox;
-use crate::tool_http;
+use crate::tool_http::{self, Access};
 
 /// Binds `host:port`, prints `mcp-filesystem listening on
-/// http://ADDR:PORT/mcp` on stdout, and serves until `shutdown` completes.
+/// http://ADDR:PORT/mcp` on stdout, and serves `/mcp` to callers `access`
+/// lets through until `shutdown` completes.
 pub async fn serve_http(
     sandbox: Arc<Sandbox>,
     host: &str,
     port: u16,
+    access: Access,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (listener, bound) = tool_http::bind(host, port).await?;
     let cancel = CancellationToken::new();
     let roots = sandbox.names();
-    let router = router(sandbox, bound, cancel.clone());
+    let token = if access.needs_token() {
+        ", service token required"
+    } else {
+        ""
+    };
+    let router = router(sandbox, access, cancel.clone());
     println!(
-        "mcp-filesystem listening on http://{}/mcp (roots: {roots})",
+        "mcp-filesystem listening on http://{}/mcp (roots: {roots}{token})",
         tool_http::shown(bound)
     );
     tool_http::serve(listener, router, shutdown, cancel).await?;
@@ -35,10 +42,10 @@ pub async fn serve_http(
 
 /// `/mcp` (streamable HTTP, one [`FilesystemServer`] per session over the
 /// shared sandbox) and `GET /health` (`tool_http::router`).
-pub fn router(sandbox: Arc<Sandbox>, bound: SocketAddr, cancel: CancellationToken) -> Router {
+pub fn router(sandbox: Arc<Sandbox>, access: Access, cancel: CancellationToken) -> Router {
     tool_http::router(
         move || FilesystemServer::new(sandbox.clone()),
-        bound,
+        access,
         cancel,
     )
 }

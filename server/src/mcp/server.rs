@@ -52,7 +52,18 @@ enum Target {
     },
     Http {
         url: String,
+        /// The server's own token (`auth_token_env`): sent on every
+        /// request instead of any caller's token.
+        service_token: Option<ServiceToken>,
     },
+}
+
+/// A service token and the variable it came from (for messages; the
+/// token itself is redacted in `Debug`).
+#[derive(Debug, Clone)]
+struct ServiceToken {
+    var: String,
+    token: BearerToken,
 }
 
 /// One live client connection.
@@ -140,9 +151,19 @@ impl McpServer {
         matches!(self.target, Target::Http { .. })
     }
 
-    /// The server as configured, not started yet.
+    /// The server as configured, not started yet (a service token is
+    /// read from the environment now).
     pub fn new(config: &McpServerConfig, data_dir: &Path) -> Result<McpServer, String> {
-        let expand = |s: &str| expand_env(s, &|k| std::env::var(k).ok());
+        McpServer::with_env(config, data_dir, &|k| std::env::var(k).ok())
+    }
+
+    /// [`McpServer::new`] with the environment looked up by `env`.
+    fn with_env(
+        config: &McpServerConfig,
+        data_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<McpServer, String> {
+        let expand = |s: &str| expand_env(s, env);
         let name = config.name.clone();
         let target = match (&config.command, &config.url) {
             (Some(command), None) => {
@@ -159,7 +180,20 @@ impl McpServer {
                     env,
                 }
             }
-            (None, Some(url)) => Target::Http { url: expand(url) },
+            (None, Some(url)) => Target::Http {
+                url: expand(url),
+                service_token: match &config.auth_token_env {
+                    Some(var) => Some(ServiceToken {
+                        token: crate::service_token::from_env(
+                            &format!("MCP server {name:?}: auth_token_env"),
+                            var,
+                            env,
+                        )?,
+                        var: var.clone(),
+                    }),
+                    None => None,
+                },
+            },
             (Some(_), Some(_)) => {
                 return Err(format!("MCP server {name:?} sets both `command` and `url`"));
             }
@@ -185,7 +219,9 @@ impl McpServer {
     }
 
     /// Calls a tool with the server's timeout. A bearer token is forwarded as
-    /// `Authorization: Bearer` to HTTP servers (it cannot reach stdio ones).
+    /// `Authorization: Bearer` to HTTP servers (it cannot reach stdio ones),
+    /// unless the server has its own service token: then that token is
+    /// sent (on the kept connection) and the caller's never.
     pub async fn call(
         &self,
         tool: &str,
@@ -193,17 +229,34 @@ impl McpServer {
         bearer: Option<&BearerToken>,
     ) -> Result<CallToolResult, ToolCallError> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        if let (Target::Http { url }, Some(token)) = (&self.target, bearer) {
+        if let (
+            Target::Http {
+                url,
+                service_token: None,
+            },
+            Some(token),
+        ) = (&self.target, bearer)
+        {
             return self.call_with_bearer(url, tool, params, token).await;
         }
         let conn = self.connection().await?;
         match tokio::time::timeout(self.timeout, conn.peer.call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
-            // The server wants credentials: it is fine, the caller is not.
-            Ok(Err(e)) if !sign_in_note(&e).is_empty() => Err(self.unavailable(format!(
-                "it refused the call to \"{tool}\" without credentials{}",
-                sign_in_note(&e)
-            ))),
+            // The server wants credentials: it is fine, the caller (or the
+            // service token) is not.
+            Ok(Err(e)) if !sign_in_note(&e).is_empty() => {
+                let without = match &self.target {
+                    Target::Http {
+                        service_token: Some(_),
+                        ..
+                    } => "",
+                    _ => " without credentials",
+                };
+                Err(self.unavailable(format!(
+                    "it refused the call to \"{tool}\"{without}{}",
+                    self.refusal_note(&e)
+                )))
+            }
             Ok(Err(e)) if is_transport_failure(&e) => {
                 tracing::warn!(target: "mcp", server = %self.name, tool, "MCP server stopped during a call: {e}");
                 self.retire(&conn).await;
@@ -311,13 +364,16 @@ impl McpServer {
                         .await
                         .map_err(|e| format!("MCP initialization failed: {e}"))
                 }
-                Target::Http { url } => {
-                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                Target::Http { url, service_token } => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    if let Some(service) = service_token {
+                        config = config.auth_header(service.token.expose());
+                    }
                     let transport = StreamableHttpClientTransport::from_config(config);
                     client_config().serve(transport).await.map_err(|e| {
                         format!(
                             "MCP initialization at {url} failed: {e}{}",
-                            sign_in_note(&e)
+                            self.refusal_note(&e)
                         )
                     })
                 }
@@ -342,6 +398,23 @@ impl McpServer {
         let closing = std::mem::take(&mut *self.closing.lock().unwrap_or_else(|p| p.into_inner()));
         for handle in closing {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, handle).await;
+        }
+    }
+
+    /// Why a 401 came back: the service token was refused, or the call
+    /// needs the caller to sign in; nothing for other errors.
+    fn refusal_note(&self, error: &(dyn std::error::Error + 'static)) -> String {
+        let note = sign_in_note(error);
+        match &self.target {
+            Target::Http {
+                service_token: Some(service),
+                ..
+            } if !note.is_empty() => format!(
+                " (the MCP server answered 401 Unauthorized: it refused the service token in \
+                 {}; the server's auth_token_env must name a variable with the same token)",
+                service.var
+            ),
+            _ => note,
         }
     }
 
@@ -469,5 +542,48 @@ mod sign_in_tests {
             "Send message error Transport [worker] error: Auth required, when send initialize request",
         );
         assert!(sign_in_note(&boxed).contains(SIGN_IN_REQUIRED));
+    }
+
+    #[test]
+    fn a_service_token_is_read_at_startup_and_named_on_a_401() {
+        let config = McpServerConfig {
+            name: "files".into(),
+            url: Some("http://127.0.0.1:1/mcp".into()),
+            auth_token_env: Some("FILES_TOKEN".into()),
+            ..Default::default()
+        };
+        let token = "files-service-token-0123456789";
+        let env = |var: &str| (var == "FILES_TOKEN").then(|| token.to_string());
+        let server = McpServer::with_env(&config, Path::new("/tmp"), &env).unwrap();
+        let target = format!("{:?}", server.target);
+        assert!(
+            target.contains("FILES_TOKEN") && !target.contains(token),
+            "{target}"
+        );
+        let error = StreamableHttpError::<std::io::Error>::AuthRequired(AuthRequiredError::new(
+            "Bearer".into(),
+        ));
+        let note = server.refusal_note(&error);
+        assert!(
+            note.contains("refused the service token in FILES_TOKEN"),
+            "{note}"
+        );
+        assert!(!note.contains(SIGN_IN_REQUIRED), "{note}");
+        assert_eq!(server.refusal_note(&std::io::Error::other("down")), "");
+
+        let missing = McpServer::with_env(&config, Path::new("/tmp"), &|_| None);
+        let message = missing.err().unwrap();
+        assert!(
+            message.starts_with(
+                "MCP server \"files\": auth_token_env: the environment variable FILES_TOKEN"
+            ),
+            "{message}"
+        );
+        let plain = McpServerConfig {
+            auth_token_env: None,
+            ..config
+        };
+        let server = McpServer::with_env(&plain, Path::new("/tmp"), &|_| None).unwrap();
+        assert!(server.refusal_note(&error).contains(SIGN_IN_REQUIRED));
     }
 }

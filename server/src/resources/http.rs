@@ -4,9 +4,11 @@
 //!
 //! The configuration file has the reference's shape: `host` (default
 //! `0.0.0.0`), `port` (default 8090) and `db_path` (default
-//! `./data/resources.db`); unknown keys are errors naming the field.
+//! `./data/resources.db`), plus `allowed_hosts` (names answered besides
+//! loopback ones, on any address) and `auth_token_env` (the variable
+//! holding the service token `/mcp` requires); unknown keys are errors
+//! naming the field. The guard itself is `tool_http::Access`.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -16,7 +18,7 @@ use serde::Deserialize;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::tool_http;
+use crate::tool_http::{self, Access};
 
 use super::{FaultInjection, ResourceDb, ResourcesServer};
 
@@ -33,6 +35,14 @@ pub struct HttpConfig {
     /// The SQLite database file.
     #[serde(default = "default_db_path")]
     pub db_path: PathBuf,
+    /// Host names answered besides loopback ones (compose service
+    /// names); other `Host` headers get 421 on any listen address.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// The environment variable holding the service token `/mcp`
+    /// requires as `Authorization: Bearer` (none: no token).
+    #[serde(default)]
+    pub auth_token_env: Option<String>,
 }
 
 fn default_host() -> String {
@@ -58,7 +68,7 @@ impl HttpConfig {
     pub fn parse(text: &str) -> Result<HttpConfig, String> {
         let text = if text.trim().is_empty() { "{}" } else { text };
         let deserializer = serde_yaml::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let config: HttpConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
             let field = err.path().to_string();
             let field = if field == "." {
                 "(top level)".to_string()
@@ -66,15 +76,30 @@ impl HttpConfig {
                 field
             };
             format!("{field}: {}", err.into_inner())
-        })
+        })?;
+        crate::host_check::validate_allowed_hosts(&config.allowed_hosts)
+            .map_err(|(field, problem)| format!("{field}: {problem}"))?;
+        Ok(config)
+    }
+
+    /// Who may call `/mcp` (the service token read from the environment
+    /// now; an error names the variable).
+    pub fn access(&self) -> Result<Access, String> {
+        Access::new(
+            "mcp-resources",
+            &self.host,
+            &self.allowed_hosts,
+            self.auth_token_env.as_deref(),
+        )
     }
 }
 
 /// Binds `config.host:config.port`, prints
 /// `mcp-resources listening on http://ADDR:PORT/mcp` on stdout, and serves
-/// until `shutdown` completes.
+/// `/mcp` to callers `access` lets through until `shutdown` completes.
 pub async fn serve_http(
     config: HttpConfig,
+    access: Access,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let db = {
@@ -90,9 +115,14 @@ pub async fn serve_http(
     }
     let (listener, bound) = tool_http::bind(&config.host, config.port).await?;
     let cancel = CancellationToken::new();
-    let router = router(db, faults, bound, cancel.clone());
+    let token = if access.needs_token() {
+        ", service token required"
+    } else {
+        ""
+    };
+    let router = router(db, faults, access, cancel.clone());
     println!(
-        "mcp-resources listening on http://{}/mcp (db {})",
+        "mcp-resources listening on http://{}/mcp (db {}{token})",
         tool_http::shown(bound),
         config.db_path.display()
     );
@@ -106,12 +136,12 @@ pub async fn serve_http(
 pub fn router(
     db: Arc<ResourceDb>,
     faults: FaultInjection,
-    bound: SocketAddr,
+    access: Access,
     cancel: CancellationToken,
 ) -> Router {
     tool_http::router(
         move || ResourcesServer::new(db.clone(), faults.clone()),
-        bound,
+        access,
         cancel,
     )
 }
@@ -135,7 +165,28 @@ mod tests {
                 host: "0.0.0.0".into(),
                 port: 8090,
                 db_path: PathBuf::from("./data/resources.db"),
+                allowed_hosts: Vec::new(),
+                auth_token_env: None,
             }
+        );
+    }
+
+    #[test]
+    fn allowed_hosts_and_the_token_variable() {
+        let config = HttpConfig::parse(
+            "allowed_hosts: [mcp-resources]
+auth_token_env: RES_TOKEN
+",
+        )
+        .unwrap();
+        assert_eq!(config.allowed_hosts, ["mcp-resources"]);
+        assert_eq!(config.auth_token_env.as_deref(), Some("RES_TOKEN"));
+        let err = HttpConfig::parse("allowed_hosts: [\"http://x/\"]\n").unwrap_err();
+        assert!(err.starts_with("allowed_hosts[0]: "), "{err}");
+        let err = config.access().unwrap_err();
+        assert!(
+            err.contains("RES_TOKEN") && err.contains("auth_token_env"),
+            "{err}"
         );
     }
 

@@ -11,7 +11,7 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use super::oidc::{Login, LoginSettings};
-use super::security::{check_same_origin, origin_of, safe_return_to};
+use super::security::{check_same_origin, safe_return_to};
 use super::session::{
     CookiePolicy, LOGIN_COOKIE, SESSION_COOKIE, SessionStore, SessionUser, cookie_value,
 };
@@ -21,7 +21,7 @@ pub struct WebAuth {
     login: Login,
     sessions: SessionStore,
     cookies: CookiePolicy,
-    trusted_origins: Vec<String>,
+    trusted_origins: Arc<[String]>,
     agent_url: String,
     http: reqwest::Client,
     refreshing: tokio::sync::Mutex<()>,
@@ -36,10 +36,15 @@ pub enum NoSession {
 }
 
 impl WebAuth {
-    /// Sign-in with these settings; sessions in `sessions`.
-    pub fn new(settings: LoginSettings, sessions: SessionStore, agent_url: &str) -> WebAuth {
+    /// Sign-in with these settings; sessions in `sessions`;
+    /// `trusted_origins` may sign out (`WebConfig::trusted_origins`).
+    pub fn new(
+        settings: LoginSettings,
+        sessions: SessionStore,
+        agent_url: &str,
+        trusted_origins: Arc<[String]>,
+    ) -> WebAuth {
         let secure = settings.redirect_url.starts_with("https://");
-        let trusted_origins = origin_of(&settings.redirect_url).into_iter().collect();
         WebAuth {
             login: Login::new(settings),
             sessions,
@@ -55,8 +60,8 @@ impl WebAuth {
         }
     }
 
-    /// Origins besides the request's own that may send state-changing
-    /// requests (the redirect URL's).
+    /// The origins that may send state-changing requests (this server's
+    /// configured ones).
     pub fn trusted_origins(&self) -> &[String] {
         &self.trusted_origins
     }

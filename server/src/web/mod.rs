@@ -7,7 +7,11 @@
 //! here, in a session the browser knows only by an HttpOnly cookie
 //! (`session.rs`), and the proxy adds `Authorization: Bearer` to `/api`
 //! calls. State-changing `/api` calls from other sites are refused
-//! (`security.rs`).
+//! (`security.rs`: their `Origin` must be one of this server's configured
+//! origins). Every request with a `Host` that is neither a loopback name
+//! nor in `allowed_hosts` (or the host of `public_url` / the sign-in
+//! redirect URL) gets 421 first (`crate::host_check`, against DNS
+//! rebinding), on any listen address.
 
 pub mod auth;
 pub mod oidc;
@@ -18,13 +22,14 @@ pub mod session;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::Router;
 use axum::response::Html;
 use axum::routing::{any, get, post};
+use axum::{Router, middleware};
 use serde::Deserialize;
 
 use self::oidc::{LoginSettings, ProviderKind};
 use self::session::SessionStore;
+use crate::host_check::{HostPolicy, refuse_foreign_hosts};
 use tower_http::services::{ServeDir, ServeFile};
 
 /// `web.yaml`.
@@ -55,6 +60,17 @@ pub struct WebConfig {
     /// owner-only); in memory only when absent.
     #[serde(default)]
     pub data_dir: Option<PathBuf>,
+    /// Host names besides loopback ones (`localhost`, 127.0.0.1, `[::1]`)
+    /// this server answers, on any listen address (DNS rebinding); an
+    /// optional port is ignored. Other hosts get 421.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// The URL browsers open when it is neither a loopback nor an
+    /// allowed host name at the listen port (a reverse proxy, a port
+    /// mapping): its origin may send state-changing requests and its host
+    /// is answered.
+    #[serde(default)]
+    pub public_url: Option<String>,
 }
 
 /// `oidc:` in `web.yaml`.
@@ -177,9 +193,49 @@ impl WebConfig {
             ));
         }
         config
-            .login_settings()
+            .check_public_names()
+            .and_then(|()| config.login_settings().map(|_| ()))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(config)
+    }
+
+    /// `allowed_hosts` are host names, `public_url` an http(s) URL.
+    fn check_public_names(&self) -> Result<(), String> {
+        crate::host_check::validate_allowed_hosts(&self.allowed_hosts)
+            .map_err(|(field, problem)| format!("{field}: {problem}"))?;
+        match &self.public_url {
+            Some(url) => check_url("public_url", url),
+            None => Ok(()),
+        }
+    }
+
+    /// The URLs browsers reach this server by, as configured: `public_url`
+    /// and the sign-in redirect URL.
+    fn public_urls(&self) -> Vec<&str> {
+        let redirect = match (&self.oidc, &self.oauth2) {
+            (Some(oidc), _) => Some(oidc.redirect_url.as_str()),
+            (None, Some(oauth2)) => Some(oauth2.redirect_url.as_str()),
+            (None, None) => None,
+        };
+        self.public_url
+            .as_deref()
+            .into_iter()
+            .chain(redirect)
+            .collect()
+    }
+
+    /// The `Host` names answered: loopback ones, `allowed_hosts` and the
+    /// hosts of the configured public URLs, on every listen address.
+    pub fn host_policy(&self) -> HostPolicy {
+        HostPolicy::always("web server", &self.host, &self.allowed_hosts)
+            .with_names(self.public_urls().into_iter().filter_map(security::host_of))
+    }
+
+    /// The origins that may send state-changing requests to this server
+    /// listening on `port` (never the request's own `Host`).
+    pub fn trusted_origins(&self, port: u16) -> Vec<String> {
+        let names = HostPolicy::always("web server", &self.host, &self.allowed_hosts);
+        security::trusted_origins(port, names.allowed_names(), &self.public_urls())
     }
 
     /// The sign-in settings, when `oidc:` or `oauth2:` is set (secrets read
@@ -237,8 +293,9 @@ impl WebConfig {
     }
 }
 
-/// The web server's router (sessions in memory, or under `data_dir`).
-pub fn router(config: &WebConfig) -> Router {
+/// The web server's router for a server listening on `port` (sessions in
+/// memory, or under `data_dir`).
+pub fn router(config: &WebConfig, port: u16) -> Router {
     let sessions = match &config.data_dir {
         Some(dir) => SessionStore::persisted(dir).unwrap_or_else(|e| {
             tracing::error!("web sessions kept in memory only: {e}");
@@ -246,11 +303,12 @@ pub fn router(config: &WebConfig) -> Router {
         }),
         None => SessionStore::in_memory(),
     };
-    router_with(config, sessions)
+    router_with(config, sessions, port)
 }
 
-/// The router with a given session store.
-pub fn router_with(config: &WebConfig, sessions: SessionStore) -> Router {
+/// The router with a given session store. A foreign `Host` gets 421
+/// before any route (`host_check`).
+pub fn router_with(config: &WebConfig, sessions: SessionStore, port: u16) -> Router {
     let login = match config.login_settings() {
         Ok(login) => login,
         Err(e) => {
@@ -258,10 +316,16 @@ pub fn router_with(config: &WebConfig, sessions: SessionStore) -> Router {
             None
         }
     };
-    let auth =
-        login.map(|settings| Arc::new(auth::WebAuth::new(settings, sessions, &config.agent_url)));
-    let proxy = Arc::new(proxy::Proxy::new(&config.agent_url, auth.clone()));
-    let index = config.dist_dir.join("index.html");
+    let origins: Arc<[String]> = config.trusted_origins(port).into();
+    let auth = login.map(|settings| {
+        Arc::new(auth::WebAuth::new(
+            settings,
+            sessions,
+            &config.agent_url,
+            origins.clone(),
+        ))
+    });
+    let proxy = Arc::new(proxy::Proxy::new(&config.agent_url, auth.clone(), origins));
     let api = Router::new()
         .route("/api/{*path}", any(proxy::forward))
         .route("/api", any(proxy::forward))
@@ -282,6 +346,17 @@ pub fn router_with(config: &WebConfig, sessions: SessionStore) -> Router {
         )
         .merge(api)
         .merge(auth_routes);
+    let router = with_static_files(router, config);
+    router.layer(middleware::from_fn_with_state(
+        Arc::new(config.host_policy()),
+        refuse_foreign_hosts,
+    ))
+}
+
+/// The bundle, with the single-page fallback, or the page saying how to
+/// build it.
+fn with_static_files(router: Router, config: &WebConfig) -> Router {
+    let index = config.dist_dir.join("index.html");
     if index.is_file() {
         router.fallback_service(ServeDir::new(&config.dist_dir).fallback(ServeFile::new(index)))
     } else {
@@ -307,4 +382,64 @@ fn missing_bundle_page(dist: &str) -> String {
          <code>./scripts/build-web.sh</code> (or start everything with <code>./scripts/demo.sh</code>), \
          then reload this page.</p><p>The agent API is still reachable under <a href=\"/api/docs\">/api/docs</a>.</p></body></html>"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<WebConfig, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("web.yaml");
+        std::fs::write(&path, text).unwrap();
+        WebConfig::load(&path)
+    }
+
+    #[test]
+    fn allowed_hosts_and_public_url_are_checked_and_unknown_keys_refused() {
+        let config =
+            load("allowed_hosts: [web, Chat.Lan]\npublic_url: https://chat.example.com/\n")
+                .unwrap();
+        assert_eq!(config.allowed_hosts, ["web", "Chat.Lan"]);
+        let err = load("allowed_hosts: [\"http://web/\"]\n").unwrap_err();
+        assert!(err.contains("allowed_hosts[0]"), "{err}");
+        let err = load("public_url: chat.example.com\n").unwrap_err();
+        assert!(err.contains("public_url: must be an http(s) URL"), "{err}");
+        let err = load("allowed_host: [web]\n").unwrap_err();
+        assert!(err.contains("allowed_host"), "{err}");
+        load("{}").unwrap();
+    }
+
+    #[test]
+    fn hosts_and_origins_come_from_the_configuration() {
+        let config = load(
+            "host: 0.0.0.0\nallowed_hosts: [web]\npublic_url: https://chat.example.com\n\
+             oidc:\n  issuer: https://idp.example\n  client_id: c\n  \
+             redirect_url: https://sso.example.com/auth/callback\n",
+        )
+        .unwrap();
+        let policy = config.host_policy();
+        for host in [
+            "web:8080",
+            "chat.example.com",
+            "sso.example.com",
+            "localhost:8080",
+        ] {
+            assert!(policy.accepts(host), "{host}");
+        }
+        assert!(!policy.accepts("evil.example:8080"));
+        assert_eq!(
+            config.trusted_origins(8080),
+            [
+                "http://localhost:8080",
+                "http://127.0.0.1:8080",
+                "http://[::1]:8080",
+                "http://web:8080",
+                "https://chat.example.com",
+                "https://sso.example.com",
+            ]
+        );
+        let plain = load("host: 0.0.0.0\n").unwrap();
+        assert!(!plain.host_policy().accepts("evil.example"));
+    }
 }

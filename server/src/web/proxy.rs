@@ -42,14 +42,20 @@ pub struct Proxy {
     agent_url: String,
     http: reqwest::Client,
     auth: Option<Arc<WebAuth>>,
+    trusted_origins: Arc<[String]>,
 }
 
 impl Proxy {
     /// A proxy to `agent_url`, adding the session's token when `auth` is
-    /// set.
-    pub fn new(agent_url: &str, auth: Option<Arc<WebAuth>>) -> Proxy {
+    /// set; state-changing requests only from `trusted_origins`.
+    pub fn new(
+        agent_url: &str,
+        auth: Option<Arc<WebAuth>>,
+        trusted_origins: Arc<[String]>,
+    ) -> Proxy {
         Proxy {
             auth,
+            trusted_origins,
             agent_url: agent_url.trim_end_matches('/').to_string(),
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(5))
@@ -97,11 +103,7 @@ pub async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
 
 /// The 403 for a state-changing request from another site, if it is one.
 fn refuse_cross_site(proxy: &Proxy, parts: &Parts) -> Option<Response> {
-    let trusted = proxy
-        .auth
-        .as_ref()
-        .map(|a| a.trusted_origins())
-        .unwrap_or_default();
+    let trusted = &proxy.trusted_origins;
     let Err(refused) = check_same_origin(&parts.method, &parts.headers, trusted) else {
         return None;
     };
@@ -131,7 +133,10 @@ fn agent_url(base: &str, uri: &Uri) -> String {
 }
 
 /// The request to the agent: the forwarded headers, with the session's
-/// token replacing the browser's `Authorization`.
+/// token replacing the browser's `Authorization`. The browser's `Host`
+/// (and any `Forwarded` / `X-Forwarded-*`) is not among them: reqwest
+/// sends the agent's own host from `agent_url`, so the agent's own Host
+/// check judges this server, not the page.
 fn agent_request(
     http: &reqwest::Client,
     parts: &Parts,
