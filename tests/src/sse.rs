@@ -68,6 +68,20 @@ impl EventStream {
         }
     }
 
+    /// Whether the server ends the stream within `wait` (events that
+    /// arrive meanwhile are read and dropped).
+    pub async fn ended_within(&mut self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.stream.next()).await {
+                Ok(Some(Ok(_))) => continue,
+                Ok(None) | Ok(Some(Err(_))) => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
     /// The next complete buffered event (of `kind`, when given; others
     /// are dropped).
     fn take_buffered(&mut self, kind: Option<&str>) -> Option<Value> {

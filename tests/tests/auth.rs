@@ -522,3 +522,33 @@ async fn streams_and_tasks_of_others_stay_hidden() {
         "still pending"
     );
 }
+
+#[tokio::test]
+async fn an_event_stream_ends_when_the_token_that_opened_it_expires() {
+    let (provider, secured) = setup(false).await;
+    let agent = &secured.agent;
+    let lasting = provider.token("alice").await;
+    let (id, _) = bob_adds(agent, &provider.token("bob").await, "short-1").await;
+    let resource = asg_tests::oidc::resource(asg_tests::oidc::AUDIENCE, None, Some(3));
+    let short = provider.token_with("alice", &resource).await;
+    let inbox = format!("{}/events", agent.url);
+    let stream = format!("{}/conversations/{id}/events", agent.url);
+    let mut opened = Vec::new();
+    for (url, token) in [(&inbox, &short), (&stream, &short), (&inbox, &lasting)] {
+        let auth = bearer(token);
+        let (status, events) = EventStream::open(url, &[("authorization", &auth)]).await;
+        assert_eq!(status, 200, "{url}");
+        opened.push(events.unwrap());
+    }
+    let script = [("x-api-key", SCRIPT_KEY)];
+    let (_, keyed) = EventStream::open(&inbox, &script).await;
+    opened.push(keyed.unwrap());
+    let [short_inbox, short_stream, long_inbox, keyed_inbox] = &mut opened[..] else {
+        unreachable!()
+    };
+    // The 3 s token's streams end with it; the others go on.
+    assert!(short_inbox.ended_within(Duration::from_secs(8)).await);
+    assert!(short_stream.ended_within(Duration::from_secs(2)).await);
+    assert!(!long_inbox.ended_within(Duration::from_secs(1)).await);
+    assert!(!keyed_inbox.ended_within(Duration::from_millis(200)).await);
+}

@@ -11,7 +11,26 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use crate::auth::{AuthError, Authenticator};
+use crate::auth::{AuthError, Authenticator, Credential};
+
+/// When the token a request was authenticated with expires: what a
+/// long-lived answer (an event stream) must not outlive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialExpiry(pub std::time::SystemTime);
+
+/// The `exp` of a token that has just been verified (so its claims are
+/// the provider's): read from its payload, nothing else trusted.
+fn expiry_of(token: &str) -> Option<CredentialExpiry> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let exp = claims.get("exp")?.as_u64()?;
+    let at = std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(exp))?;
+    Some(CredentialExpiry(at))
+}
 
 /// Paths anyone may read.
 const PUBLIC: [&str; 6] = [
@@ -34,6 +53,11 @@ pub async fn authenticate(
     }
     match auth.authenticate(request.headers()).await {
         Ok(principal) => {
+            if principal.credential == Credential::Token
+                && let Some(expiry) = crate::auth::bearer(request.headers()).and_then(expiry_of)
+            {
+                request.extensions_mut().insert(expiry);
+            }
             request.extensions_mut().insert(principal);
             next.run(request).await
         }

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use asg_shared::events::ConversationEvent;
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
@@ -15,6 +16,7 @@ use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::AppState;
+use super::auth::CredentialExpiry;
 use super::error::ApiError;
 use super::extract::{Caller, parse_uuid};
 use crate::engine::{Engine, Subscription};
@@ -32,6 +34,7 @@ pub async fn conversations_events(
     State(state): State<AppState>,
     Caller(caller): Caller,
     Path(id): Path<String>,
+    until: Option<Extension<CredentialExpiry>>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
     super::access::readable(&state.engine, &caller, id).await?;
@@ -53,6 +56,7 @@ pub async fn conversations_events(
         move || snapshot(engine.clone(), id),
         |event| std::future::ready(Some(event)),
         state.shutdown.clone(),
+        until.map(|Extension(at)| at),
     ))
 }
 
@@ -67,6 +71,7 @@ pub(crate) fn live_events<E, Lag, Kept>(
     on_lag: impl Fn() -> Lag + Send + Sync + 'static,
     keep: impl Fn(E) -> Kept + Send + Sync + 'static,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
+    until: Option<CredentialExpiry>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>>
 where
     E: Serialize + Clone + Send + 'static,
@@ -92,10 +97,26 @@ where
     let events = stream::once(async move { first })
         .chain(live)
         .take_until(async move {
-            let _ = shutdown.wait_for(|down| *down).await;
+            tokio::select! {
+                _ = shutdown.wait_for(|down| *down) => {}
+                () = expired(until) => {}
+            }
         })
         .map(|event| Ok(Event::default().json_data(&event).unwrap_or_default()));
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// Resolves when the credential that opened a stream expires (never for
+/// an API key or without authentication): a revoked or expired token
+/// does not keep reading.
+async fn expired(until: Option<CredentialExpiry>) {
+    let Some(CredentialExpiry(at)) = until else {
+        return std::future::pending().await;
+    };
+    let left = at
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    tokio::time::sleep(left).await;
 }
 
 async fn snapshot(engine: Engine, id: uuid::Uuid) -> Option<ConversationEvent> {

@@ -9,11 +9,13 @@
 use std::convert::Infallible;
 
 use asg_shared::events::InboxEvent;
+use axum::Extension;
 use axum::extract::State;
 use axum::response::sse::{Event, Sse};
 use futures::Stream;
 
 use super::AppState;
+use super::auth::CredentialExpiry;
 use super::error::ApiError;
 use super::events::live_events;
 use super::extract::Caller;
@@ -34,6 +36,7 @@ use crate::engine::Engine;
 pub async fn inbox_events(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    until: Option<Extension<CredentialExpiry>>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     // Subscribe before listing so no request falls in between.
     let receiver = state.engine.subscribe_inbox()?;
@@ -56,6 +59,7 @@ pub async fn inbox_events(
             }
         },
         state.shutdown.clone(),
+        until.map(|Extension(at)| at),
     ))
 }
 
