@@ -36,6 +36,8 @@ pub enum Command<'a> {
     Cancel,
     /// Revoke its remembered approvals.
     RevokeGrant,
+    /// Register, list or delete its push notification callbacks.
+    ManagePush,
     /// Decide one of its approvals.
     Decide(Decide<'a>),
 }
@@ -120,6 +122,14 @@ pub fn authorize(
         Command::Send => send(principal, conversation),
         Command::Cancel => cancel(principal, conversation),
         Command::RevokeGrant => revoke(principal, conversation),
+        Command::ManagePush => match can_continue(principal, conversation) {
+            true => Ok(Permit::Granted),
+            false => Err(owner_only(
+                principal,
+                conversation,
+                "manage its push notification configs",
+            )),
+        },
         Command::Decide(request) => decide_approval(principal, conversation, request, policy),
     }
 }

@@ -218,6 +218,11 @@ fn reading_sending_cancelling_and_revoking_as_a_table() {
         (erin(), Decided, Command::RevokeGrant, Ok),
         (dana(), Decided, Command::RevokeGrant, Forbidden),
         (bob(), Decided, Command::RevokeGrant, NotFound),
+        (alice(), Decided, Command::ManagePush, Ok),
+        (erin(), Decided, Command::ManagePush, Forbidden),
+        (dana(), Decided, Command::ManagePush, Forbidden),
+        (bob(), Decided, Command::ManagePush, NotFound),
+        (Principal::anonymous(), Plain, Command::ManagePush, Ok),
     ];
     for (principal, state, command, expected) in rows {
         let got = outcome(run(&principal, state, command));

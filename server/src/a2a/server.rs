@@ -35,9 +35,8 @@ use super::stream;
 use crate::api::AppState;
 use crate::api::extract::{Ctx, session_from_headers};
 use crate::api::logging::ConversationTag;
-use crate::auth::policy;
 use crate::context::RequestContext;
-use crate::engine::{Engine, EngineError, MAX_MESSAGE_BYTES, TurnOutcome};
+use crate::engine::{Command, Engine, EngineError, MAX_MESSAGE_BYTES, TurnOutcome};
 mod push;
 mod rpc;
 
@@ -424,8 +423,12 @@ async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     let (conversation, not_processed) =
         settled(engine, execute(engine, &call.ctx, action).await).await?;
     let context = context.unwrap_or_else(|| mapping::context_of(&conversation));
+    let may_configure = engine
+        .authorized(conversation.id, &call.ctx, Command::ManagePush)
+        .await
+        .is_ok();
     if let (Some(config), Ok(service)) = (request.push, push::service(&call))
-        && policy::can_continue(&call.ctx.caller(), &conversation)
+        && may_configure
     {
         service
             .set(conversation.id, &context, config)
@@ -461,11 +464,9 @@ pub(crate) async fn stored_task(
 ) -> Result<std::sync::Arc<Conversation>, RpcError> {
     call.state
         .engine
-        .get(id)
+        .authorized(id, &call.ctx, Command::Read)
         .await
-        .map_err(|e| engine_error(&e))?
-        .filter(|c| policy::can_read(&call.ctx.caller(), c))
-        .ok_or_else(|| RpcError::task_not_found(&id.to_string()))
+        .map_err(|e| engine_error(&e))
 }
 
 /// -32010: the caller may not do this.

@@ -1,6 +1,6 @@
 //! The authorization checks of the handlers: a conversation the caller
 //! may not see is answered as not found, so its existence is not
-//! revealed (the rules: [`crate::auth::policy`]).
+//! revealed (the rules: the core's `gate`).
 
 use std::sync::Arc;
 
@@ -8,18 +8,28 @@ use asg_shared::Conversation;
 use uuid::Uuid;
 
 use super::error::ApiError;
-use crate::auth::{Principal, policy};
-use crate::engine::Engine;
+use crate::auth::Principal;
+use crate::context::RequestContext;
+use crate::engine::{Command, Engine, EngineError};
 
-/// The conversation, when `caller` may read it; 404 otherwise.
+/// The conversation, when the core's gate lets `caller` read it; 404
+/// otherwise.
 pub async fn readable(
     engine: &Engine,
     caller: &Principal,
     id: Uuid,
 ) -> Result<Arc<Conversation>, ApiError> {
+    let ctx = RequestContext {
+        principal: Some(caller.clone()),
+        ..RequestContext::default()
+    };
     engine
-        .get(id)
-        .await?
-        .filter(|c| policy::can_read(caller, c))
-        .ok_or_else(|| ApiError::not_found(format!("conversation {id} not found")))
+        .authorized(id, &ctx, Command::Read)
+        .await
+        .map_err(|error| match error {
+            EngineError::ConversationNotFound(_) => {
+                ApiError::not_found(format!("conversation {id} not found"))
+            }
+            other => other.into(),
+        })
 }

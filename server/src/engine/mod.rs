@@ -66,7 +66,8 @@ pub use page::PageRequest;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
 use crate::auth::policy::{self, ReadScope};
-use asg_core::gate::{self, Command, Permit, Refusal};
+pub use asg_core::gate::Command;
+use asg_core::gate::{self, Permit, Refusal};
 use index::{ConversationIndex, Slot, SubscriberLimits};
 pub use index::{SubscribersFull, Subscription};
 use turn::{Decision, Turn};
@@ -544,6 +545,24 @@ impl Engine {
             .await?
             .subscribe_limited(&self.inner.subscribers)
             .map_err(EngineError::TooManySubscribers)
+    }
+
+    /// The conversation, when the core's gate lets the request's caller
+    /// do `command` on it now (what a door asks before it answers with
+    /// the conversation): [`EngineError::ConversationNotFound`] when the
+    /// caller may not read it, else the gate's refusal.
+    pub async fn authorized(
+        &self,
+        id: Uuid,
+        ctx: &RequestContext,
+        command: Command<'_>,
+    ) -> Result<Arc<Conversation>, EngineError> {
+        let conversation = self
+            .get(id)
+            .await?
+            .ok_or(EngineError::ConversationNotFound(id))?;
+        self.inner.authorize(ctx, &conversation, command)?;
+        Ok(conversation)
     }
 
     /// The current state of a conversation (`None`: no such

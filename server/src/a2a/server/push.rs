@@ -14,9 +14,9 @@ use asg_shared::a2a::{
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Call, RpcError, forbidden, stored_task, typed};
+use super::{Call, RpcError, engine_error, typed};
 use crate::a2a::push::PushService;
-use crate::auth::policy;
+use crate::engine::Command;
 
 /// A method's conversation (for the request log) and result.
 type PushAnswer = Result<(Arc<Conversation>, Value), RpcError>;
@@ -46,12 +46,12 @@ pub(crate) fn service(call: &Call) -> Result<&PushService, RpcError> {
 /// The task behind `raw`, if the caller owns it.
 async fn owned_task(call: &Call, raw: &str) -> Result<(Uuid, Arc<Conversation>), RpcError> {
     let id = Uuid::parse_str(raw).map_err(|_| RpcError::task_not_found(raw))?;
-    let conversation = stored_task(call, id).await?;
-    if !policy::can_continue(&call.ctx.caller(), &conversation) {
-        return Err(forbidden(format!(
-            "only the principal that created task {id} may manage its push notification configs"
-        )));
-    }
+    let conversation = call
+        .state
+        .engine
+        .authorized(id, &call.ctx, Command::ManagePush)
+        .await
+        .map_err(|e| engine_error(&e))?;
     Ok((id, conversation))
 }
 
