@@ -82,6 +82,47 @@ impl DecidedBy {
     }
 }
 
+/// Where a run goes once a decided call's result is recorded (and its
+/// approval taken off the conversation): the one branching of the
+/// lifecycle after a decision, as a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterDecision {
+    /// A refusal for a configuration change of a paused pipeline: the
+    /// other approvals are refused too and nothing resumes.
+    EndRun,
+    /// Other approvals of the run still wait: save and wait for them.
+    WaitForTheRest,
+    /// The pipeline paused under another configuration and
+    /// `approval.on_config_change` is `refuse`: it is cancelled.
+    RefuseResume,
+    /// A simple agent: the model goes on.
+    Continue,
+    /// A pipeline: every paused step resumes.
+    Resume,
+}
+
+/// What comes after a decision by `by` on `conversation` (its result
+/// recorded, its approval taken), given whether the configuration
+/// changed under a `refuse` policy.
+pub fn after_decision(
+    conversation: &Conversation,
+    by: &DecidedBy,
+    changed_under_refuse: bool,
+) -> AfterDecision {
+    let pipeline = conversation.pipeline_state.is_some();
+    if pipeline && matches!(by, DecidedBy::ConfigChange { .. }) {
+        return AfterDecision::EndRun;
+    }
+    if !conversation.pending().is_empty() {
+        return AfterDecision::WaitForTheRest;
+    }
+    match (pipeline, changed_under_refuse) {
+        (true, true) => AfterDecision::RefuseResume,
+        (true, false) => AfterDecision::Resume,
+        (false, _) => AfterDecision::Continue,
+    }
+}
+
 /// The pending approval `uuid` if it can still be decided.
 pub fn resolvable(conversation: &Conversation, uuid: uuid::Uuid) -> Option<&PendingApproval> {
     conversation.pending_by_uuid(uuid).filter(|p| {
@@ -493,5 +534,45 @@ mod tests {
             r#"resources_add (Add a resource) with arguments {"name":"web","value":42}"#
         );
         assert!(rejection_text(Some(" too big ")).contains("too big"));
+    }
+
+    #[test]
+    fn after_a_decision_the_run_goes_where_the_table_says() {
+        use AfterDecision::*;
+        let person = DecidedBy::Person(Actor {
+            subject: "alice".into(),
+            name: None,
+            role: Some("approver".into()),
+            via: None,
+        });
+        let config = DecidedBy::ConfigChange { via: None };
+        // (pipeline, another approval still pending, decided by, changed under refuse)
+        let rows = [
+            (false, false, &person, false, Continue),
+            (false, false, &person, true, Continue),
+            (false, true, &person, false, WaitForTheRest),
+            (true, false, &person, false, Resume),
+            (true, false, &person, true, RefuseResume),
+            (true, true, &person, true, WaitForTheRest),
+            (true, false, &DecidedBy::Expiry, false, Resume),
+            (true, true, &config, true, EndRun),
+            (true, false, &config, true, EndRun),
+            (false, false, &config, true, Continue),
+            (false, true, &config, true, WaitForTheRest),
+        ];
+        for (pipeline, others, by, changed, expected) in rows {
+            let mut conversation = waiting(ApprovalState::Pending);
+            if !others {
+                conversation.set_pending(Vec::new());
+            }
+            if pipeline {
+                conversation.pipeline_state = Some(asg_shared::PipelineState::default());
+            }
+            assert_eq!(
+                after_decision(&conversation, by, changed),
+                expected,
+                "pipeline {pipeline}, others {others}, {by:?}, changed {changed}"
+            );
+        }
     }
 }

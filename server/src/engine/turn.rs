@@ -23,7 +23,7 @@ use super::tree::Node;
 use super::{EngineError, Inner, TurnOutcome, approval, history, new_message};
 use crate::audit::AuditLine;
 use crate::context::RequestContext;
-use approval::DecidedBy;
+use approval::{AfterDecision, DecidedBy};
 
 /// A human's decision on a pending approval.
 pub(crate) struct Decision {
@@ -206,31 +206,38 @@ impl<'a> Turn<'a> {
         };
         self.record_result(&pending, approve, content, is_error);
         self.conversation.take_pending(pending.uuid);
-        if matches!(decision.by, DecidedBy::ConfigChange { .. })
-            && self.conversation.pipeline_state.is_some()
-        {
-            // The tree it would resume on is not the one it paused on.
-            return self.end_after_config_change(&pending, &decision).await;
-        }
+        let next = approval::after_decision(
+            &self.conversation,
+            &decision.by,
+            self.changed_under_refuse(&pending),
+        );
         let refusal =
             (!approve).then(|| format!("{} was {}", pending.tool_name, decision.by.refusal_word()));
         approval::settle_step(&mut self.conversation, pending.uuid, refusal);
-        if !self.conversation.pending().is_empty() {
-            return self.wait_for_the_rest().await;
+        match next {
+            // The tree it would resume on is not the one it paused on.
+            AfterDecision::EndRun => self.end_after_config_change(&pending, &decision).await,
+            AfterDecision::WaitForTheRest => self.wait_for_the_rest().await,
+            AfterDecision::RefuseResume => {
+                // A refusal (by a person or by expiry) stays what it was,
+                // but the run must not go on under another configuration.
+                self.conversation.pipeline_state = None;
+                self.conversation.status = ConversationStatus::Active;
+                let what = format!(
+                    "{} was {} and the agent's configuration changed since the run paused \
+                     (approval.on_config_change: refuse)",
+                    pending.tool_name,
+                    decision.by.refusal_word()
+                );
+                self.cancel_pipeline(&what).await
+            }
+            AfterDecision::Continue | AfterDecision::Resume => self.go_on().await,
         }
-        if self.must_not_resume(&pending) {
-            // A refusal (by a person or by expiry) stays what it was, but
-            // the run must not go on under another configuration either.
-            self.conversation.pipeline_state = None;
-            self.conversation.status = ConversationStatus::Active;
-            let what = format!(
-                "{} was {} and the agent's configuration changed since the run paused \
-                 (approval.on_config_change: refuse)",
-                pending.tool_name,
-                decision.by.refusal_word()
-            );
-            return self.cancel_pipeline(&what).await;
-        }
+    }
+
+    /// Lets the model (or the paused pipeline) go on after the last
+    /// decision of a run.
+    async fn go_on(mut self) -> Result<TurnOutcome, EngineError> {
         self.conversation.status = ConversationStatus::Active;
         match self.conversation.pipeline_state.take() {
             None => {
@@ -245,8 +252,13 @@ impl<'a> Turn<'a> {
     /// than the one it paused on, and `approval.on_config_change` is
     /// `refuse`.
     fn must_not_resume(&self, pending: &PendingApproval) -> bool {
-        self.conversation.pipeline_state.is_some()
-            && self.inner.pinning.on_change == crate::config::OnConfigChange::Refuse
+        self.conversation.pipeline_state.is_some() && self.changed_under_refuse(pending)
+    }
+
+    /// The configuration changed since `pending` was raised and
+    /// `approval.on_config_change` is `refuse`.
+    fn changed_under_refuse(&self, pending: &PendingApproval) -> bool {
+        self.inner.pinning.on_change == crate::config::OnConfigChange::Refuse
             && self.inner.config_changed(pending)
     }
 
