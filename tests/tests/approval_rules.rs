@@ -156,7 +156,7 @@ async fn only_the_listed_approvers_decide_what_a_rule_reserves() {
     let provider = OidcProvider::start().await;
     let auth = format!(
         "auth:\n  oidc: {{ issuer: \"{}\", audience: agent-stop-and-go, clock_skew_secs: 0 }}\n  \
-         role_map: {{ approver: [sre] }}\n",
+         role_map: {{ approver: [approver, sre] }}\n",
         provider.issuer
     );
     let (_dir, config) = config_with("agent-resources.yaml", &format!("{RULES}{auth}"));

@@ -3,8 +3,9 @@
 //! chat, read, approve, and the record of who did.
 //!
 //! Users of the provider: alice and grace are approvers, bob is a plain
-//! user, carol is in the IdP group `sre` (mapped to approver by
-//! `role_map`), dana is an admin.
+//! user, carol is in the IdP group `sre`, dana is an admin; `role_map`
+//! (the only source of roles when set) maps `approver` and `sre` to
+//! approver and `admin` to admin.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,7 +24,7 @@ fn auth_yaml(issuer: &str, separate: bool) -> String {
         "auth:\n  oidc: {{ issuer: \"{issuer}\", audience: agent-stop-and-go, clock_skew_secs: 0 }}\n  \
          api_keys:\n    - {{ name: ops-bot, key_env: OPS_BOT_KEY, roles: [approver] }}\n    \
          - {{ name: script, key_env: SCRIPT_KEY }}\n  \
-         role_map: {{ approver: [sre] }}\napproval: {{ separate_approver: {separate} }}\n"
+         role_map: {{ approver: [approver, sre], admin: [admin] }}\napproval: {{ separate_approver: {separate} }}\n"
     )
 }
 

@@ -188,7 +188,7 @@ impl Authenticator {
         let oidc = config
             .oidc
             .as_ref()
-            .map(|oidc| OidcVerifier::new(oidc, &config.role_map));
+            .map(|oidc| OidcVerifier::new(oidc, config.role_map.as_ref()));
         Ok(Authenticator {
             inner: Some(Arc::new(Configured { oidc, api_keys })),
         })

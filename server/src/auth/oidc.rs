@@ -37,8 +37,9 @@ struct Inner {
     audience: String,
     roles_claim: String,
     leeway: u64,
-    /// IdP group or role name → our role.
-    role_map: BTreeMap<String, Role>,
+    /// IdP group or role name → our role; `None`: the claim's names
+    /// `approver` and `admin` are the roles.
+    role_map: Option<BTreeMap<String, Role>>,
     http: reqwest::Client,
     keys: RwLock<Option<Arc<JwkSet>>>,
     /// When the key set was last fetched (or tried).
@@ -49,12 +50,16 @@ struct Inner {
 
 impl OidcVerifier {
     /// A verifier for `config`; nothing is fetched yet.
-    pub fn new(config: &OidcConfig, role_map: &BTreeMap<String, Vec<String>>) -> OidcVerifier {
-        let role_map = role_map
-            .iter()
-            .filter_map(|(role, groups)| Some((Role::parse(role)?, groups)))
-            .flat_map(|(role, groups)| groups.iter().map(move |g| (g.clone(), role)))
-            .collect();
+    pub fn new(
+        config: &OidcConfig,
+        role_map: Option<&BTreeMap<String, Vec<String>>>,
+    ) -> OidcVerifier {
+        let role_map = role_map.map(|map| {
+            map.iter()
+                .filter_map(|(role, groups)| Some((Role::parse(role)?, groups)))
+                .flat_map(|(role, groups)| groups.iter().map(move |g| (g.clone(), role)))
+                .collect()
+        });
         OidcVerifier {
             inner: Arc::new(Inner {
                 issuer: config.issuer.trim_end_matches('/').to_string(),
@@ -73,7 +78,7 @@ impl OidcVerifier {
     /// A verifier with a fixed key set (tests).
     pub fn with_keys(
         config: &OidcConfig,
-        role_map: &BTreeMap<String, Vec<String>>,
+        role_map: Option<&BTreeMap<String, Vec<String>>>,
         keys: JwkSet,
     ) -> OidcVerifier {
         let verifier = OidcVerifier::new(config, role_map);
@@ -231,16 +236,23 @@ impl Inner {
         }
     }
 
+    /// The role a name of the roles claim grants: through `role_map` only
+    /// when it is set (so an IdP group that happens to be called "admin"
+    /// grants nothing), else the name itself.
+    fn role_of(&self, name: &str) -> Option<Role> {
+        match &self.role_map {
+            Some(map) => map.get(name).copied(),
+            None => Role::parse(name),
+        }
+    }
+
     fn principal(&self, claims: &Value) -> Principal {
         let text = |key: &str| claims.get(key).and_then(Value::as_str).map(str::to_string);
         let mut roles = BTreeSet::new();
         let mut groups = BTreeSet::new();
         for name in claim_names(claims.get(&self.roles_claim)) {
-            if let Some(role) = Role::parse(&name) {
+            if let Some(role) = self.role_of(&name) {
                 roles.insert(role);
-            }
-            if let Some(role) = self.role_map.get(&name) {
-                roles.insert(*role);
             }
             groups.insert(name);
         }

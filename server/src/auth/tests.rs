@@ -1,6 +1,6 @@
 //! Token validation: every rejection reason, with keys generated here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use base64::Engine as _;
@@ -50,15 +50,19 @@ fn keys() -> &'static Keys {
     })
 }
 
-fn verifier() -> OidcVerifier {
-    let config = OidcConfig {
+fn oidc_config() -> OidcConfig {
+    OidcConfig {
         issuer: ISSUER.into(),
         audience: AUDIENCE.into(),
         roles_claim: "groups".into(),
         clock_skew_secs: 30,
-    };
+    }
+}
+
+/// A verifier whose `role_map` maps the IdP group `sre` to approver.
+fn verifier() -> OidcVerifier {
     let role_map = BTreeMap::from([("approver".to_string(), vec!["sre".to_string()])]);
-    OidcVerifier::with_keys(&config, &role_map, keys().jwks.clone())
+    OidcVerifier::with_keys(&oidc_config(), Some(&role_map), keys().jwks.clone())
 }
 
 fn now() -> i64 {
@@ -108,13 +112,44 @@ async fn a_valid_es256_token_verifies_and_roles_may_be_a_string() {
     header.kid = Some("ec1".into());
     let key = EncodingKey::from_ec_pem(keys().ec_pem.as_bytes()).unwrap();
     let mut claims = claims();
-    claims["groups"] = json!("admin viewer");
+    claims["groups"] = json!("sre viewer");
     let principal = verifier()
         .verify(&encode(&header, &claims, &key).unwrap())
         .await
         .unwrap();
-    assert!(principal.has(Role::Admin));
-    assert!(!principal.has(Role::Approver));
+    assert!(principal.has(Role::Approver));
+    assert!(!principal.has(Role::Admin));
+}
+
+#[tokio::test]
+async fn with_a_role_map_a_group_named_like_a_role_grants_nothing() {
+    // roles_claim is `groups`: anyone who may create a group called
+    // "admin" in the IdP must not become our admin.
+    let mut claims = claims();
+    claims["groups"] = json!(["admin", "approver", "dev"]);
+    let principal = verifier().verify(&rsa_token(&claims)).await.unwrap();
+    assert_eq!(
+        principal.roles,
+        BTreeSet::new(),
+        "only role_map grants roles"
+    );
+    assert!(
+        principal.groups.contains("admin"),
+        "the names stay groups, for approval rules"
+    );
+    // An explicitly empty role_map: no role comes from the IdP at all.
+    let none = OidcVerifier::with_keys(&oidc_config(), Some(&BTreeMap::new()), keys().jwks.clone());
+    let principal = none.verify(&rsa_token(&claims)).await.unwrap();
+    assert_eq!(principal.roles, BTreeSet::new());
+}
+
+#[tokio::test]
+async fn without_a_role_map_role_names_in_the_claim_are_roles() {
+    let verifier = OidcVerifier::with_keys(&oidc_config(), None, keys().jwks.clone());
+    let mut claims = claims();
+    claims["groups"] = json!(["admin", "sre"]);
+    let principal = verifier.verify(&rsa_token(&claims)).await.unwrap();
+    assert_eq!(principal.roles, BTreeSet::from([Role::Admin]));
 }
 
 #[test]
@@ -203,7 +238,7 @@ fn api_key_auth() -> Authenticator {
             roles: vec!["approver".into()],
             groups: vec!["sre".into()],
         }],
-        role_map: BTreeMap::new(),
+        role_map: None,
     };
     Authenticator::from_config(&config, &|name| {
         (name == "OPS_BOT_KEY").then(|| "k-0123456789abcdef".to_string())
@@ -254,7 +289,7 @@ fn a_missing_or_short_key_stops_startup_naming_the_variable() {
             roles: vec![],
             groups: vec![],
         }],
-        role_map: BTreeMap::new(),
+        role_map: None,
     };
     let missing = Authenticator::from_config(&config, &|_| None).unwrap_err();
     assert!(missing.contains("OPS_BOT_KEY"), "{missing}");
@@ -282,7 +317,7 @@ async fn an_unreachable_provider_is_unavailable_not_invalid() {
         roles_claim: "roles".into(),
         clock_skew_secs: 30,
     };
-    let verifier = OidcVerifier::new(&config, &BTreeMap::new());
+    let verifier = OidcVerifier::new(&config, None);
     match verifier.verify(&rsa_token(&claims())).await {
         Err(AuthError::Unavailable(_)) => {}
         other => panic!("expected unavailable, got {other:?}"),

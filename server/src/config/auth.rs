@@ -16,9 +16,11 @@ pub struct AuthConfig {
     /// Static keys for services and scripts.
     #[serde(default)]
     pub api_keys: Vec<ApiKeyConfig>,
-    /// Our role → the IdP group or role names that grant it.
+    /// Our role → the IdP group or role names that grant it. When set
+    /// (even empty), it is the only source of a token's roles; absent,
+    /// the names `approver` and `admin` in the roles claim are the roles.
     #[serde(default)]
-    pub role_map: BTreeMap<String, Vec<String>>,
+    pub role_map: Option<BTreeMap<String, Vec<String>>>,
 }
 
 /// `auth.oidc`.
@@ -107,7 +109,7 @@ impl AuthConfig {
             }
             check_roles(&format!("{field}.roles"), &key.roles)?;
         }
-        for role in self.role_map.keys() {
+        for role in self.role_map.iter().flat_map(BTreeMap::keys) {
             check_roles("auth.role_map", std::slice::from_ref(role))?;
         }
         Ok(())
