@@ -117,8 +117,8 @@ impl OidcVerifier {
             AuthError::Invalid(format!("the provider's key {kid:?} is unusable: {e}"))
         })?;
         let data = decode::<Value>(token, &key, &validation)
-            .map_err(|e| AuthError::Invalid(self.inner.problem(e.kind())))?;
-        Ok(self.inner.principal(&data.claims))
+            .map_err(|e| AuthError::Invalid(self.inner.problem(e.kind(), token)))?;
+        self.inner.principal(&data.claims)
     }
 }
 
@@ -213,7 +213,7 @@ impl Inner {
         Ok(validation)
     }
 
-    fn problem(&self, kind: &ErrorKind) -> String {
+    fn problem(&self, kind: &ErrorKind, token: &str) -> String {
         match kind {
             ErrorKind::ExpiredSignature => "the token has expired".into(),
             ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
@@ -231,7 +231,14 @@ impl Inner {
             ErrorKind::InvalidAlgorithm => {
                 "the token's algorithm is not allowed for the provider's key".into()
             }
-            ErrorKind::MissingRequiredClaim(claim) => format!("the token has no {claim:?} claim"),
+            // A claim of the wrong type reads as missing (or breaks the
+            // claims' parsing): say which one it is.
+            ErrorKind::MissingRequiredClaim(claim) => {
+                claim_problem(token).unwrap_or_else(|| format!("the token has no {claim:?} claim"))
+            }
+            ErrorKind::Json(_) => {
+                claim_problem(token).unwrap_or_else(|| "the token's claims are malformed".into())
+            }
             other => header_problem(other),
         }
     }
@@ -246,8 +253,13 @@ impl Inner {
         }
     }
 
-    fn principal(&self, claims: &Value) -> Principal {
+    /// The token's principal; a `sub` that is not a non-empty string is
+    /// refused (it would be an empty, shared subject).
+    fn principal(&self, claims: &Value) -> Result<Principal, AuthError> {
         let text = |key: &str| claims.get(key).and_then(Value::as_str).map(str::to_string);
+        let subject = text("sub")
+            .filter(|sub| !sub.trim().is_empty())
+            .ok_or_else(|| AuthError::Invalid(SUB_PROBLEM.into()))?;
         let mut roles = BTreeSet::new();
         let mut groups = BTreeSet::new();
         for name in claim_names(claims.get(&self.roles_claim)) {
@@ -256,13 +268,13 @@ impl Inner {
             }
             groups.insert(name);
         }
-        Principal {
-            subject: text("sub").unwrap_or_default(),
+        Ok(Principal {
+            subject,
             name: text("name").or_else(|| text("preferred_username")),
             roles,
             groups,
             credential: Credential::Token,
-        }
+        })
     }
 }
 
@@ -291,6 +303,38 @@ fn unreadable_header(token: &str) -> String {
         }
         None => "the token is malformed".into(),
     }
+}
+
+/// The message for a `sub` that is missing, not a string, or empty.
+const SUB_PROBLEM: &str = "the token's \"sub\" claim must be a non-empty string";
+
+/// Which registered claim of a token has the wrong type. Only called once
+/// the signature verified (`decode` checks it before the claims), and only
+/// to word the refusal.
+fn claim_problem(token: &str) -> Option<String> {
+    let claims = jsonwebtoken::dangerous::insecure_decode::<Value>(token)
+        .ok()?
+        .claims;
+    let text_or_list = |v: &Value| match v {
+        Value::String(_) => true,
+        Value::Array(items) => items.iter().all(Value::is_string),
+        _ => false,
+    };
+    match claims.get("sub") {
+        Some(Value::String(sub)) if !sub.trim().is_empty() => {}
+        Some(_) => return Some(SUB_PROBLEM.into()),
+        None => {}
+    }
+    let checks: [(&str, &dyn Fn(&Value) -> bool); 4] = [
+        ("exp", &Value::is_number),
+        ("nbf", &Value::is_number),
+        ("iss", &text_or_list),
+        ("aud", &text_or_list),
+    ];
+    checks.iter().find_map(|(name, ok)| {
+        let wrong = claims.get(*name).is_some_and(|v| !ok(v));
+        wrong.then(|| format!("the token's {name:?} claim has the wrong type"))
+    })
 }
 
 fn header_problem(kind: &ErrorKind) -> String {

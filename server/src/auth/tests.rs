@@ -172,6 +172,26 @@ fn expired_wrong_audience_wrong_issuer_and_not_yet_valid_are_named() {
 }
 
 #[test]
+fn a_sub_that_is_not_a_non_empty_string_is_refused() {
+    for sub in [
+        json!(42),
+        json!(""),
+        json!("   "),
+        json!(null),
+        json!(["alice"]),
+    ] {
+        let mut odd = claims();
+        odd["sub"] = sub.clone();
+        let why = rejection(&rsa_token(&odd));
+        assert!(why.contains("\"sub\""), "sub {sub}: {why}");
+    }
+    let mut odd = claims();
+    odd["exp"] = json!("tomorrow");
+    let why = rejection(&rsa_token(&odd));
+    assert!(why.contains("\"exp\""), "{why}");
+}
+
+#[test]
 fn a_small_clock_skew_is_tolerated() {
     let mut just_expired = claims();
     just_expired["exp"] = json!(now() - 5);
