@@ -299,6 +299,70 @@ async fn api_keys_work_in_both_headers_and_wrong_ones_are_refused() {
     );
 }
 
+fn key_entry(name: &str, env: &str) -> ApiKeyConfig {
+    ApiKeyConfig {
+        name: name.into(),
+        key_env: env.into(),
+        roles: vec![],
+        groups: vec![],
+    }
+}
+
+fn two_keys(ops: &'static str, script: &'static str) -> Result<Authenticator, String> {
+    let config = AuthConfig {
+        oidc: None,
+        api_keys: vec![key_entry("ops-bot", "OPS"), key_entry("script", "SCRIPT")],
+        role_map: None,
+    };
+    Authenticator::from_config(&config, &move |name| match name {
+        "OPS" => Some(ops.to_string()),
+        "SCRIPT" => Some(script.to_string()),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn an_api_key_matches_only_exactly_whatever_the_lengths() {
+    let auth = two_keys("k-0123456789abcdef", "s-0123456789abcdef-longer").unwrap();
+    let subject = |key: &'static str| {
+        let auth = auth.clone();
+        async move {
+            let presented = headers(&[("x-api-key", key)]);
+            auth.authenticate(&presented).await.map(|p| p.subject)
+        }
+    };
+    assert_eq!(subject("k-0123456789abcdef").await.unwrap(), "ops-bot");
+    assert_eq!(
+        subject("s-0123456789abcdef-longer").await.unwrap(),
+        "script"
+    );
+    for wrong in [
+        "k-0123456789abcde",
+        "k-0123456789abcdef0",
+        "s-0123456789abcdef",
+        "K-0123456789ABCDEF",
+    ] {
+        assert_eq!(
+            subject(wrong).await,
+            Err(AuthError::Invalid("unknown API key".into())),
+            "{wrong}"
+        );
+    }
+}
+
+#[test]
+fn two_entries_with_the_same_key_stop_startup_naming_both() {
+    let same = two_keys("k-0123456789abcdef", "k-0123456789abcdef").unwrap_err();
+    assert!(
+        same.contains("ops-bot") && same.contains("script"),
+        "{same}"
+    );
+    assert!(
+        !same.contains("0123456789abcdef"),
+        "the key is never shown: {same}"
+    );
+}
+
 #[test]
 fn a_missing_or_short_key_stops_startup_naming_the_variable() {
     let config = AuthConfig {
