@@ -412,6 +412,29 @@ async fn a_provider_down_at_startup_means_503_until_it_answers() {
 }
 
 #[tokio::test]
+async fn a_key_the_provider_rotated_away_stops_verifying_after_the_ttl() {
+    let mut provider = OidcProvider::start().await;
+    let auth = format!(
+        "auth:\n  oidc: {{ issuer: \"{}\", audience: agent-stop-and-go, jwks_ttl_secs: 1 }}\n",
+        provider.issuer
+    );
+    let (_dir, config) = config_with("agent-resources.yaml", &auth);
+    let agent = Agent::start(&config, AgentOptions::default()).await;
+    let old = provider.token("bob").await;
+    assert_eq!(get_as(&agent, &old, "/me").await.0, 200);
+    // New signing keys with new key ids; the old ones are gone from the
+    // provider's key set, though the old token has not expired.
+    provider.restart(false).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, body) = get_as(&agent, &old, "/me").await;
+    assert_eq!(status, 401, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not one of the provider's keys"), "{body}");
+    let new = provider.token("bob").await;
+    assert_eq!(get_as(&agent, &new, "/me").await.0, 200);
+}
+
+#[tokio::test]
 async fn through_a_chain_the_human_who_decides_on_a_is_recorded_on_b() {
     let provider = OidcProvider::start().await;
     let b = secured_agent("e2e-chain-b.yaml", &provider.issuer, false, &[]).await;

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use base64::Engine as _;
 use jsonwebtoken::jwk::JwkSet;
@@ -51,11 +52,17 @@ fn keys() -> &'static Keys {
 }
 
 fn oidc_config() -> OidcConfig {
+    oidc_config_at(ISSUER)
+}
+
+fn oidc_config_at(issuer: &str) -> OidcConfig {
     OidcConfig {
-        issuer: ISSUER.into(),
+        issuer: issuer.into(),
         audience: AUDIENCE.into(),
         roles_claim: "groups".into(),
         clock_skew_secs: 30,
+        jwks_ttl_secs: 60,
+        jwks_max_age_secs: 600,
     }
 }
 
@@ -395,15 +402,84 @@ async fn without_auth_everyone_is_the_anonymous_principal() {
 
 #[tokio::test]
 async fn an_unreachable_provider_is_unavailable_not_invalid() {
-    let config = OidcConfig {
-        issuer: "http://127.0.0.1:9".into(),
-        audience: AUDIENCE.into(),
-        roles_claim: "roles".into(),
-        clock_skew_secs: 30,
-    };
-    let verifier = OidcVerifier::new(&config, None);
+    let verifier = OidcVerifier::new(&oidc_config_at("http://127.0.0.1:9"), None);
     match verifier.verify(&rsa_token(&claims())).await {
         Err(AuthError::Unavailable(_)) => {}
         other => panic!("expected unavailable, got {other:?}"),
+    }
+}
+
+fn es_token(claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("ec1".into());
+    let key = EncodingKey::from_ec_pem(keys().ec_pem.as_bytes()).unwrap();
+    encode(&header, claims, &key).unwrap()
+}
+
+/// A provider whose key set no longer holds the RSA key (rotated away).
+async fn provider_without_rsa1() -> wiremock::MockServer {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let server = wiremock::MockServer::start().await;
+    let discovery = json!({"issuer": server.uri(), "jwks_uri": format!("{}/jwks", server.uri())});
+    Mock::given(method("GET"))
+        .and(path("/.well-known/openid-configuration"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(discovery))
+        .mount(&server)
+        .await;
+    let mut jwks = serde_json::to_value(&keys().jwks).unwrap();
+    jwks["keys"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|k| k["kid"] != "rsa1");
+    Mock::given(method("GET"))
+        .and(path("/jwks"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(jwks))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn keys_older_than_the_ttl_are_read_again_so_a_removed_key_stops_verifying() {
+    let provider = provider_without_rsa1().await;
+    let config = oidc_config_at(&provider.uri());
+    let verifier = OidcVerifier::with_keys(&config, None, keys().jwks.clone());
+    let mut claims = claims();
+    claims["iss"] = json!(provider.uri());
+    let token = rsa_token(&claims);
+    assert!(verifier.verify(&token).await.is_ok(), "cached and fresh");
+    verifier.age_keys(Duration::from_secs(59));
+    assert!(verifier.verify(&token).await.is_ok(), "within the TTL");
+    assert!(provider.received_requests().await.unwrap().is_empty());
+    verifier.age_keys(Duration::from_secs(2));
+    match verifier.verify(&token).await {
+        Err(AuthError::Invalid(why)) => {
+            assert!(why.contains("not one of the provider's keys"), "{why}")
+        }
+        other => panic!("the removed key still verifies: {other:?}"),
+    }
+    assert!(
+        verifier.verify(&es_token(&claims)).await.is_ok(),
+        "the kept key does"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_refresh_keeps_the_cached_keys_until_the_max_age_then_fails_closed() {
+    let config = oidc_config_at("http://127.0.0.1:9");
+    let verifier = OidcVerifier::with_keys(&config, None, keys().jwks.clone());
+    let mut claims = claims();
+    claims["iss"] = json!("http://127.0.0.1:9");
+    let token = rsa_token(&claims);
+    verifier.age_keys(Duration::from_secs(120));
+    assert!(
+        verifier.verify(&token).await.is_ok(),
+        "past the TTL, the provider down: the cached keys still serve"
+    );
+    verifier.age_keys(Duration::from_secs(500));
+    match verifier.verify(&token).await {
+        Err(AuthError::Unavailable(why)) => assert!(why.contains("600"), "{why}"),
+        other => panic!("expected unavailable past the max age, got {other:?}"),
     }
 }
