@@ -1,8 +1,14 @@
 //! Outbound URLs chosen by callers (A2A push callbacks) are checked
 //! before every use: http or https only, no credentials in the URL, and
 //! every address the host resolves to must be public — loopback,
-//! private, link-local, unspecified, broadcast and multicast addresses
-//! are refused unless `a2a_push` allows them. The check runs when a
+//! private, link-local, unspecified, broadcast, benchmarking
+//! (198.18/15) and multicast addresses are refused unless `a2a_push`
+//! allows them. IPv6 addresses that carry an IPv4 address (v4-mapped
+//! `::ffff:0:0/96`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`,
+//! IPv4-compatible `::a.b.c.d`) are judged by that IPv4 address too; the
+//! local-use NAT64 prefix `64:ff9b:1::/48` counts as private, and an
+//! IPv4-compatible address is refused even when its IPv4 address is
+//! public (deprecated, never a real destination). The check runs when a
 //! config is set and again before each send (DNS rebinding), and the
 //! send connects to exactly the addresses checked ([`Target::client`]),
 //! with redirects off and no proxy.
@@ -31,14 +37,13 @@ const fn refused(kind: &'static str, private: bool) -> Option<Refusal> {
     Some(Refusal { kind, private })
 }
 
-/// Why `ip` is not a public address, or `None` when it is.
+/// Why `ip` is not a public address, or `None` when it is. An IPv6
+/// address that carries an IPv4 address (v4-mapped, NAT64, 6to4,
+/// IPv4-compatible) is judged by that IPv4 address too.
 pub fn classify(ip: IpAddr) -> Option<Refusal> {
     match ip {
         IpAddr::V4(v4) => classify_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => classify_v4(v4),
-            None => classify_v6(v6),
-        },
+        IpAddr::V6(v6) => classify_v6(v6),
     }
 }
 
@@ -54,6 +59,8 @@ fn classify_v4(ip: Ipv4Addr) -> Option<Refusal> {
         refused("private", true)
     } else if a == 100 && (64..128).contains(&b) {
         refused("shared (carrier-grade NAT)", true)
+    } else if a == 198 && (b == 18 || b == 19) {
+        refused("benchmarking", false)
     } else if ip.is_broadcast() {
         refused("broadcast", false)
     } else if ip.is_multicast() || a >= 240 {
@@ -65,7 +72,15 @@ fn classify_v4(ip: Ipv4Addr) -> Option<Refusal> {
 
 fn classify_v6(ip: Ipv6Addr) -> Option<Refusal> {
     let first = ip.segments()[0];
-    if ip.is_unspecified() {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        classify_v4(v4)
+    } else if let Some(v4) = translated_v4(ip) {
+        classify_v4(v4)
+    } else if ip.segments()[..3] == [0x64, 0xff9b, 1] {
+        refused("local-use NAT64", true)
+    } else if let Some(v4) = compatible_v4(ip) {
+        classify_v4(v4).or(refused("IPv4-compatible (deprecated)", false))
+    } else if ip.is_unspecified() {
         refused("unspecified", false)
     } else if ip.is_loopback() {
         refused("loopback", true)
@@ -78,6 +93,28 @@ fn classify_v6(ip: Ipv6Addr) -> Option<Refusal> {
     } else {
         None
     }
+}
+
+/// The IPv4 address a translating prefix carries, where a packet to `ip`
+/// really goes: NAT64 `64:ff9b::/96` (the last 32 bits) and 6to4
+/// `2002::/16` (bits 16 to 48).
+fn translated_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let (s, o) = (ip.segments(), ip.octets());
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        Some(Ipv4Addr::new(o[12], o[13], o[14], o[15]))
+    } else if s[0] == 0x2002 {
+        Some(Ipv4Addr::new(o[2], o[3], o[4], o[5]))
+    } else {
+        None
+    }
+}
+
+/// The IPv4 address of an IPv4-compatible address `::a.b.c.d`
+/// (deprecated), not `::` or `::1`.
+fn compatible_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let [.., a, b, c, d] = ip.octets();
+    let v4 = Ipv4Addr::new(a, b, c, d);
+    (ip.segments()[..6] == [0; 6] && u32::from(v4) > 1).then_some(v4)
 }
 
 /// A checked URL and the addresses a send may connect to.
@@ -201,6 +238,60 @@ mod tests {
         // Not private: 172.32/12 and 11/8 are public.
         assert_eq!(classify("172.32.0.1".parse().unwrap()), None);
         assert_eq!(classify("11.0.0.1".parse().unwrap()), None);
+    }
+
+    fn kind_of(ip: &str) -> Option<(&'static str, bool)> {
+        classify(ip.parse().unwrap()).map(|r| (r.kind, r.private))
+    }
+
+    #[test]
+    fn benchmarking_addresses_are_refused() {
+        for ip in ["198.18.0.1", "198.19.255.254", "::ffff:198.18.0.1"] {
+            assert_eq!(kind_of(ip), Some(("benchmarking", false)), "{ip}");
+        }
+        assert_eq!(kind_of("198.17.255.255"), None);
+        assert_eq!(kind_of("198.20.0.1"), None);
+    }
+
+    #[test]
+    fn nat64_addresses_are_judged_by_the_ipv4_address_they_carry() {
+        assert_eq!(kind_of("64:ff9b::7f00:1"), Some(("loopback", true)));
+        assert_eq!(kind_of("64:ff9b::10.1.2.3"), Some(("private", true)));
+        assert_eq!(
+            kind_of("64:ff9b::169.254.169.254"),
+            Some(("link-local", false))
+        );
+        assert_eq!(
+            kind_of("64:ff9b::198.18.0.1"),
+            Some(("benchmarking", false))
+        );
+        // DNS64 gives IPv4-only public hosts such addresses: accepted.
+        assert_eq!(kind_of("64:ff9b::8.8.8.8"), None);
+        // The local-use prefix (RFC 8215) translates into a private network.
+        assert_eq!(kind_of("64:ff9b:1::a00:1"), Some(("local-use NAT64", true)));
+    }
+
+    #[test]
+    fn six_to_four_addresses_are_judged_by_the_ipv4_address_they_carry() {
+        assert_eq!(kind_of("2002:7f00:1::1"), Some(("loopback", true)));
+        assert_eq!(kind_of("2002:a9fe:a9fe::"), Some(("link-local", false)));
+        assert_eq!(kind_of("2002:c0a8:101::5"), Some(("private", true)));
+        assert_eq!(kind_of("2002:0:1::"), Some(("unspecified", false)));
+        assert_eq!(kind_of("2002:808:808::1"), None);
+    }
+
+    #[test]
+    fn ipv4_compatible_addresses_are_refused() {
+        assert_eq!(kind_of("::127.0.0.1"), Some(("loopback", true)));
+        assert_eq!(kind_of("::10.0.0.1"), Some(("private", true)));
+        assert_eq!(kind_of("::169.254.169.254"), Some(("link-local", false)));
+        // Deprecated (RFC 4291) and never a real destination.
+        assert_eq!(
+            kind_of("::8.8.8.8"),
+            Some(("IPv4-compatible (deprecated)", false))
+        );
+        assert_eq!(kind_of("::1"), Some(("loopback", true)));
+        assert_eq!(kind_of("::"), Some(("unspecified", false)));
     }
 
     #[tokio::test]
