@@ -14,6 +14,7 @@
 //! with redirects off and no proxy.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
@@ -139,9 +140,72 @@ impl Target {
     }
 }
 
-/// Parses `raw` and checks it against `policy` (see the module docs);
-/// the reason on refusal, meant for the caller.
-pub async fn check(raw: &str, policy: &A2aPushConfig) -> Result<Target, String> {
+/// Where callback host names are looked up.
+#[derive(Clone, Default)]
+pub enum Resolver {
+    /// The system's resolver.
+    #[default]
+    System,
+    /// A fixed table, for tests: a name's addresses, none when it does
+    /// not resolve.
+    Table(Arc<dyn Fn(&str) -> Vec<IpAddr> + Send + Sync>),
+}
+
+/// The rules (`a2a_push`) and the resolver a check uses.
+#[derive(Clone, Default)]
+pub struct Policy {
+    /// Which addresses are accepted.
+    pub rules: A2aPushConfig,
+    /// How names become addresses.
+    pub resolver: Resolver,
+}
+
+impl From<A2aPushConfig> for Policy {
+    fn from(rules: A2aPushConfig) -> Policy {
+        Policy {
+            rules,
+            resolver: Resolver::System,
+        }
+    }
+}
+
+/// Why a URL cannot be used now; the text is meant for the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// Never usable as it is: not http(s), credentials in it, or an
+    /// address inside.
+    #[error("{0}")]
+    Refused(String),
+    /// The host does not resolve now; it may later.
+    #[error("{0}")]
+    Unresolved(String),
+}
+
+/// Parses `raw` and checks it against `policy` (see the module docs):
+/// before each delivery, where everything must pass.
+pub async fn check(raw: &str, policy: &Policy) -> Result<Target, Problem> {
+    let (url, host, port) = parse(raw).map_err(Problem::Refused)?;
+    let addrs = resolve(&host, port, &policy.resolver)
+        .await
+        .map_err(Problem::Unresolved)?;
+    admit(&host, &addrs, &policy.rules).map_err(Problem::Refused)?;
+    Ok(Target { url, host, addrs })
+}
+
+/// The check when a callback is registered: like [`check`], except that a
+/// host that does not resolve now is accepted, with the warning returned
+/// (`Ok(Some(..))`, no query string in it), because [`check`] runs again,
+/// resolution included, before every delivery.
+pub async fn check_registration(raw: &str, policy: &Policy) -> Result<Option<String>, String> {
+    match check(raw, policy).await {
+        Ok(_) => Ok(None),
+        Err(Problem::Unresolved(why)) => Ok(Some(why)),
+        Err(Problem::Refused(why)) => Err(why),
+    }
+}
+
+/// The URL, its host and port, when it is one we may call at all.
+fn parse(raw: &str) -> Result<(Url, String, u16), String> {
     let url = Url::parse(raw).map_err(|e| format!("url {raw:?} is not a valid URL: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
@@ -160,40 +224,54 @@ pub async fn check(raw: &str, policy: &A2aPushConfig) -> Result<Target, String> 
     let port = url
         .port_or_known_default()
         .ok_or_else(|| format!("url {raw:?} has no port"))?;
-    let addrs = resolve(&host, port).await?;
+    Ok((url, host, port))
+}
+
+/// Every address must be public, unless the host is listed or
+/// `allow_private_networks` lifts that address's refusal.
+fn admit(host: &str, addrs: &[SocketAddr], rules: &A2aPushConfig) -> Result<(), String> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let listed = policy
+    if rules
         .allowed_hosts
         .iter()
-        .any(|h| h.eq_ignore_ascii_case(bare));
-    if !listed {
-        for addr in &addrs {
-            if let Some(refusal) = classify(addr.ip())
-                && !(refusal.private && policy.allow_private_networks)
-            {
-                return Err(format!(
-                    "callback host {bare} resolves to {}, a {} address; refused \
-                     (a2a_push.allow_private_networks or a2a_push.allowed_hosts allow it)",
-                    addr.ip(),
-                    refusal.kind
-                ));
-            }
+        .any(|h| h.eq_ignore_ascii_case(bare))
+    {
+        return Ok(());
+    }
+    for addr in addrs {
+        if let Some(refusal) = classify(addr.ip())
+            && !(refusal.private && rules.allow_private_networks)
+        {
+            return Err(format!(
+                "callback host {bare} resolves to {}, a {} address; refused \
+                 (a2a_push.allow_private_networks or a2a_push.allowed_hosts allow it)",
+                addr.ip(),
+                refusal.kind
+            ));
         }
     }
-    Ok(Target { url, host, addrs })
+    Ok(())
 }
 
 /// Every address of the URL's host (an IP literal is its own).
-async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+async fn resolve(host: &str, port: u16, resolver: &Resolver) -> Result<Vec<SocketAddr>, String> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
-    let lookup = tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host((host, port)))
-        .await
-        .map_err(|_| format!("cannot resolve callback host {host}: timed out"))?
-        .map_err(|e| format!("cannot resolve callback host {host}: {e}"))?;
-    let addrs: Vec<SocketAddr> = lookup.collect();
+    let addrs: Vec<SocketAddr> = match resolver {
+        Resolver::Table(table) => table(host)
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect(),
+        Resolver::System => {
+            tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host((host, port)))
+                .await
+                .map_err(|_| format!("cannot resolve callback host {host}: timed out"))?
+                .map_err(|e| format!("cannot resolve callback host {host}: {e}"))?
+                .collect()
+        }
+    };
     if addrs.is_empty() {
         return Err(format!("callback host {host} has no address"));
     }
@@ -295,9 +373,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn at_registration_only_a_name_that_does_not_resolve_is_let_through() {
+        let nowhere = Policy {
+            rules: A2aPushConfig::default(),
+            resolver: Resolver::Table(Arc::new(|_: &str| Vec::new())),
+        };
+        let warning = check_registration("https://later.example/cb?t=1", &nowhere).await;
+        let warning = warning.unwrap().expect("a warning");
+        assert!(
+            warning.contains("later.example") && !warning.contains("t=1"),
+            "{warning}"
+        );
+        // Everything else is refused at once, as before.
+        for (url, why) in [
+            ("http://127.0.0.1:9/cb", "loopback"),
+            ("http://[64:ff9b::a9fe:a9fe]/", "link-local"),
+            ("ftp://later.example/", "scheme"),
+            ("http://u:p@later.example/", "credentials"),
+        ] {
+            let refused = check_registration(url, &nowhere).await.unwrap_err();
+            assert!(refused.contains(why), "{url}: {refused}");
+        }
+        let public = Policy::from(A2aPushConfig::default());
+        assert_eq!(
+            check_registration("https://8.8.8.8/cb", &public).await,
+            Ok(None)
+        );
+    }
+
+    #[tokio::test]
     async fn urls_are_checked_before_use() {
-        let strict = A2aPushConfig::default();
-        let refused = |r: Result<Target, String>| r.unwrap_err();
+        let strict = Policy::default();
+        let refused = |r: Result<Target, Problem>| r.unwrap_err().to_string();
         assert!(refused(check("ftp://8.8.8.8/x", &strict).await).contains("scheme"));
         assert!(refused(check("not a url", &strict).await).contains("not a valid URL"));
         assert!(refused(check("http://u:p@8.8.8.8/", &strict).await).contains("credentials"));
@@ -307,17 +414,17 @@ mod tests {
         assert!(refused(check("http://localhost:9/", &strict).await).contains("loopback"));
         assert!(refused(check("http://169.254.169.254/", &strict).await).contains("link-local"));
         assert!(check("https://8.8.8.8/cb", &strict).await.is_ok());
-        let private = A2aPushConfig {
+        let private = Policy::from(A2aPushConfig {
             allow_private_networks: true,
             ..A2aPushConfig::default()
-        };
+        });
         assert!(check("http://127.0.0.1:9/cb", &private).await.is_ok());
         assert!(check("http://10.0.0.1/cb", &private).await.is_ok());
         assert!(refused(check("http://169.254.169.254/", &private).await).contains("link-local"));
-        let listed = A2aPushConfig {
+        let listed = Policy::from(A2aPushConfig {
             allowed_hosts: vec!["169.254.169.254".into(), "LOCALHOST".into()],
             ..A2aPushConfig::default()
-        };
+        });
         assert!(check("http://169.254.169.254/", &listed).await.is_ok());
         assert!(check("http://localhost:9/", &listed).await.is_ok());
     }
