@@ -205,7 +205,7 @@ async fn only_the_listed_approvers_decide_what_a_rule_reserves() {
     assert_eq!(status, 200, "{approved}");
     assert_eq!(
         approved["conversation"]["decisions"][0]["decided_by"]["subject"],
-        "frank"
+        provider.subject("frank")
     );
     let names: Vec<String> = tool_messages(&approved["conversation"])
         .iter()

@@ -103,6 +103,12 @@ impl Principal {
     }
 }
 
+/// Subjects are namespaced by how the principal authenticated, so no
+/// credential can pass for another kind: an API key's subject is
+/// `key:<name>`, a token's `oidc:<issuer>#<sub>` ([`oidc`]), the
+/// anonymous caller's `anonymous`, the system's `system:...`.
+pub const API_KEY_SUBJECT_PREFIX: &str = "key:";
+
 /// Why a request has no principal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
@@ -268,7 +274,7 @@ impl Configured {
         }
         let key = found.ok_or_else(|| AuthError::Invalid("unknown API key".into()))?;
         Ok(Principal {
-            subject: key.name.clone(),
+            subject: format!("{API_KEY_SUBJECT_PREFIX}{}", key.name),
             name: None,
             roles: key.roles.clone(),
             groups: key.groups.clone(),

@@ -328,8 +328,9 @@ impl Inner {
         }
     }
 
-    /// The token's principal; a `sub` that is not a non-empty string is
-    /// refused (it would be an empty, shared subject).
+    /// The token's principal, subject `oidc:<issuer>#<sub>` (the configured
+    /// issuer, without a trailing slash); a `sub` that is not a non-empty
+    /// string is refused (it would be an empty, shared subject).
     fn principal(&self, claims: &Value) -> Result<Principal, AuthError> {
         let text = |key: &str| claims.get(key).and_then(Value::as_str).map(str::to_string);
         let subject = text("sub")
@@ -344,7 +345,7 @@ impl Inner {
             groups.insert(name);
         }
         Ok(Principal {
-            subject,
+            subject: format!("oidc:{}#{subject}", self.issuer),
             name: text("name").or_else(|| text("preferred_username")),
             roles,
             groups,
@@ -390,26 +391,25 @@ fn claim_problem(token: &str) -> Option<String> {
     let claims = jsonwebtoken::dangerous::insecure_decode::<Value>(token)
         .ok()?
         .claims;
-    let text_or_list = |v: &Value| match v {
-        Value::String(_) => true,
-        Value::Array(items) => items.iter().all(Value::is_string),
-        _ => false,
-    };
     match claims.get("sub") {
         Some(Value::String(sub)) if !sub.trim().is_empty() => {}
         Some(_) => return Some(SUB_PROBLEM.into()),
         None => {}
     }
-    let checks: [(&str, &dyn Fn(&Value) -> bool); 4] = [
-        ("exp", &Value::is_number),
-        ("nbf", &Value::is_number),
-        ("iss", &text_or_list),
-        ("aud", &text_or_list),
-    ];
-    checks.iter().find_map(|(name, ok)| {
-        let wrong = claims.get(*name).is_some_and(|v| !ok(v));
+    ["exp", "nbf", "iss", "aud"].into_iter().find_map(|name| {
+        let wrong = claims.get(name).is_some_and(|v| !of_its_type(name, v));
         wrong.then(|| format!("the token's {name:?} claim has the wrong type"))
     })
+}
+
+/// `exp` and `nbf` are numbers; `iss` and `aud` a string or a list of them.
+fn of_its_type(claim: &str, value: &Value) -> bool {
+    match (claim, value) {
+        ("exp" | "nbf", value) => value.is_number(),
+        (_, Value::String(_)) => true,
+        (_, Value::Array(items)) => items.iter().all(Value::is_string),
+        _ => false,
+    }
 }
 
 fn header_problem(kind: &ErrorKind) -> String {

@@ -101,7 +101,7 @@ fn rejection(token: &str) -> String {
 #[tokio::test]
 async fn a_valid_rs256_token_gives_its_principal_and_mapped_roles() {
     let principal = verifier().verify(&rsa_token(&claims())).await.unwrap();
-    assert_eq!(principal.subject, "alice");
+    assert_eq!(principal.subject, format!("oidc:{ISSUER}#alice"));
     assert_eq!(principal.name.as_deref(), Some("Alice"));
     assert!(principal.has(Role::Approver), "sre maps to approver");
     assert!(!principal.has(Role::Admin));
@@ -289,7 +289,7 @@ async fn api_keys_work_in_both_headers_and_wrong_ones_are_refused() {
         headers(&[("x-api-key", "k-0123456789abcdef")]),
     ] {
         let principal = auth.authenticate(&h).await.unwrap();
-        assert_eq!(principal.subject, "ops-bot");
+        assert_eq!(principal.subject, "key:ops-bot");
         assert!(principal.has(Role::Approver));
         assert!(principal.is_in("sre") && principal.is_in("approver"));
         assert!(!principal.is_in("admin"));
@@ -338,10 +338,10 @@ async fn an_api_key_matches_only_exactly_whatever_the_lengths() {
             auth.authenticate(&presented).await.map(|p| p.subject)
         }
     };
-    assert_eq!(subject("k-0123456789abcdef").await.unwrap(), "ops-bot");
+    assert_eq!(subject("k-0123456789abcdef").await.unwrap(), "key:ops-bot");
     assert_eq!(
         subject("s-0123456789abcdef-longer").await.unwrap(),
-        "script"
+        "key:script"
     );
     for wrong in [
         "k-0123456789abcde",
@@ -482,4 +482,37 @@ async fn a_failed_refresh_keeps_the_cached_keys_until_the_max_age_then_fails_clo
         Err(AuthError::Unavailable(why)) => assert!(why.contains("600"), "{why}"),
         other => panic!("expected unavailable past the max age, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn subjects_are_namespaced_so_a_token_cannot_pass_for_an_api_key() {
+    let entry = ApiKeyConfig {
+        roles: vec!["approver".into()],
+        ..key_entry("ops-bot", "OPS")
+    };
+    let key = ApiKey::load(&entry, &|_| Some("k-0123456789abcdef".into())).unwrap();
+    let auth = Authenticator {
+        inner: Some(Arc::new(Configured {
+            oidc: Some(verifier()),
+            api_keys: vec![key],
+        })),
+    };
+    let mut claims = claims();
+    claims["sub"] = json!("ops-bot");
+    let bearer = format!("Bearer {}", rsa_token(&claims));
+    let by_token = auth
+        .authenticate(&headers(&[("authorization", &bearer)]))
+        .await
+        .unwrap();
+    let by_key = auth
+        .authenticate(&headers(&[("x-api-key", "k-0123456789abcdef")]))
+        .await
+        .unwrap();
+    assert_eq!(by_key.subject, "key:ops-bot");
+    assert_eq!(by_token.subject, format!("oidc:{ISSUER}#ops-bot"));
+    // A token whose sub mimics a system actor is not that actor either.
+    claims["sub"] = json!("system:expiry");
+    let mimic = verifier().verify(&rsa_token(&claims)).await.unwrap();
+    assert_eq!(mimic.subject, format!("oidc:{ISSUER}#system:expiry"));
+    assert_eq!(Principal::anonymous().subject, "anonymous");
 }

@@ -148,8 +148,11 @@ pub enum Resolver {
     System,
     /// A fixed table, for tests: a name's addresses, none when it does
     /// not resolve.
-    Table(Arc<dyn Fn(&str) -> Vec<IpAddr> + Send + Sync>),
+    Table(Arc<Lookup>),
 }
+
+/// A name's addresses (none: it does not resolve).
+pub type Lookup = dyn Fn(&str) -> Vec<IpAddr> + Send + Sync;
 
 /// The rules (`a2a_push`) and the resolver a check uses.
 #[derive(Clone, Default)]
