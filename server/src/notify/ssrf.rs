@@ -207,6 +207,16 @@ pub async fn check_registration(raw: &str, policy: &Policy) -> Result<Option<Str
     }
 }
 
+/// Why the host of an operator's URL (a webhook: trusted, not held to
+/// the address rules) does not resolve now, or `None` when it does; for
+/// a warning at startup, since each delivery resolves it again.
+pub async fn unresolved(raw: &str, resolver: &Resolver) -> Option<String> {
+    match parse(raw) {
+        Ok((_, host, port)) => resolve(&host, port, resolver).await.err(),
+        Err(why) => Some(why),
+    }
+}
+
 /// The URL, its host and port, when it is one we may call at all.
 fn parse(raw: &str) -> Result<(Url, String, u16), String> {
     let url = Url::parse(raw).map_err(|e| format!("url {raw:?} is not a valid URL: {e}"))?;
@@ -401,6 +411,26 @@ mod tests {
         assert_eq!(
             check_registration("https://8.8.8.8/cb", &public).await,
             Ok(None)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_webhook_host_that_does_not_resolve_is_named_without_the_query() {
+        let table = Resolver::Table(Arc::new(|host: &str| match host {
+            "hooks.example" => vec![IpAddr::from([10, 0, 0, 7])],
+            _ => Vec::new(),
+        }));
+        // Operator URLs: an address inside is fine, only resolution counts.
+        assert_eq!(
+            unresolved("https://hooks.example/x?k=1", &table).await,
+            None
+        );
+        assert_eq!(unresolved("http://127.0.0.1:9/x", &table).await, None);
+        let why = unresolved("https://later.example/x?k=secret", &table).await;
+        let why = why.expect("a reason");
+        assert!(
+            why.contains("later.example") && !why.contains("secret"),
+            "{why}"
         );
     }
 
