@@ -47,7 +47,9 @@ pub enum Credential {
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    /// Token `sub`, or the API key entry's name.
+    /// Who it is, namespaced by credential: `key:<name>` for an API key,
+    /// `oidc:<issuer>#<sub>` for a provider token, `anonymous` without
+    /// authentication (the system's own decisions are `system:*`).
     pub subject: String,
     /// Display name (`name` or `preferred_username` claim).
     pub name: Option<String>,

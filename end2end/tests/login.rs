@@ -65,7 +65,10 @@ async fn alice_signs_in_and_approves_bob_sees_no_buttons() {
         .await;
     browser.wait_for("#approval-panel").await;
     browser
-        .wait_text(".approval-requested-by", "Alice Approver (alice)")
+        .wait_text(
+            ".approval-requested-by",
+            &format!("Alice Approver ({})", stack.provider.subject("alice")),
+        )
         .await;
     browser.wait_for("#approve").await;
     browser.screenshot("login-approval-requested-by").await;
@@ -81,8 +84,11 @@ async fn alice_signs_in_and_approves_bob_sees_no_buttons() {
     bob.wait_for("#error-banner").await;
     bob.send_message("add resource bob-1 with value 7").await;
     bob.wait_for("#approval-panel").await;
-    bob.wait_text(".approval-requested-by", "Bob User (bob)")
-        .await;
+    bob.wait_text(
+        ".approval-requested-by",
+        &format!("Bob User ({})", stack.provider.subject("bob")),
+    )
+    .await;
     bob.wait_for(".approval-no-permission").await;
     assert!(
         bob.client.find(Locator::Css("#approve")).await.is_err(),
@@ -98,7 +104,13 @@ async fn alice_signs_in_and_approves_bob_sees_no_buttons() {
         .wait_text("#messages .message.assistant", "Created the resource")
         .await;
     browser
-        .wait_text(".tool-decided-by", "Approved by Alice Approver (alice)")
+        .wait_text(
+            ".tool-decided-by",
+            &format!(
+                "Approved by Alice Approver ({})",
+                stack.provider.subject("alice")
+            ),
+        )
         .await;
     let decided = browser
         .wait_text(".tool-decided-by", "Alice Approver")

@@ -118,7 +118,7 @@ async fn sign_in_proxy_with_bearer_csrf_and_sign_out() {
     assert_eq!(location, "/?c=abc");
     let (status, who) = me(&stack, Some(&cookie)).await;
     assert_eq!(status, StatusCode::OK, "{who}");
-    assert_eq!(who["subject"], "alice");
+    assert_eq!(who["subject"], stack.provider.subject("alice"));
     assert_eq!(who["name"], "Alice Approver");
     assert_eq!(who["roles"], json!(["approver"]));
     assert_eq!(who["authenticated"], true);
@@ -136,7 +136,11 @@ async fn sign_in_proxy_with_bearer_csrf_and_sign_out() {
     let status = created.status();
     let body: Value = created.json().await.unwrap();
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["conversation"]["owner"], "alice", "{body}");
+    assert_eq!(
+        body["conversation"]["owner"],
+        stack.provider.subject("alice"),
+        "{body}"
+    );
 
     // A state-changing call from another site is refused.
     for (header, value) in [
@@ -209,7 +213,7 @@ async fn the_callback_refuses_a_foreign_state_and_open_redirects() {
     assert_eq!(location, "/");
     let (status, who) = me(&stack, Some(&cookie)).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(who["subject"], "bob");
+    assert_eq!(who["subject"], stack.provider.subject("bob"));
     assert_eq!(who["roles"], json!([]));
 }
 
@@ -227,7 +231,7 @@ async fn tokens_are_refreshed_before_they_expire() {
     let (cookie, _) = sign_in(&stack, "alice", "/").await;
     let (status, who) = me(&stack, Some(&cookie)).await;
     assert_eq!(status, StatusCode::OK, "{who}");
-    assert_eq!(who["subject"], "alice");
+    assert_eq!(who["subject"], stack.provider.subject("alice"));
     let log = stack.web.log();
     assert!(log.contains("web session tokens refreshed"), "{log}");
 }
@@ -265,7 +269,7 @@ async fn oauth2_block_signs_in_with_the_user_from_the_agent() {
     assert_eq!(location, "/?c=oauth2");
     let (status, who) = me(&stack, Some(&cookie)).await;
     assert_eq!(status, StatusCode::OK, "{who}\n{}", stack.web.log());
-    assert_eq!(who["subject"], "alice", "{who}");
+    assert_eq!(who["subject"], stack.provider.subject("alice"), "{who}");
     assert_eq!(who["name"], "Alice Approver", "{who}");
     assert_eq!(who["roles"], json!(["approver"]), "{who}");
     assert_eq!(who["authenticated"], true, "{who}");
@@ -280,7 +284,7 @@ async fn oauth2_block_signs_in_with_the_user_from_the_agent() {
     let status = response.status();
     let body: Value = response.json().await.unwrap();
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["subject"], "alice", "{body}");
+    assert_eq!(body["subject"], stack.provider.subject("alice"), "{body}");
     assert_eq!(body["roles"], json!(["approver"]), "{body}");
     let created = http
         .post(format!("{}/api/conversations", stack.web.url))
@@ -293,7 +297,11 @@ async fn oauth2_block_signs_in_with_the_user_from_the_agent() {
     let status = created.status();
     let body: Value = created.json().await.unwrap();
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["conversation"]["owner"], "alice", "{body}");
+    assert_eq!(
+        body["conversation"]["owner"],
+        stack.provider.subject("alice"),
+        "{body}"
+    );
 
     // Sign out: no end-session endpoint in this mode, back to the chat;
     // the refresh token is revoked at revoke_url.

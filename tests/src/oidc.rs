@@ -310,6 +310,12 @@ impl OidcProvider {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
+    /// The subject the agent records for `user`'s tokens:
+    /// `oidc:<issuer>#<user>` (subjects are namespaced by credential).
+    pub fn subject(&self, user: &str) -> String {
+        format!("oidc:{}#{user}", self.issuer)
+    }
+
     /// `{issuer}/.well-known/openid-configuration`.
     pub fn discovery_url(&self) -> String {
         format!("{}/.well-known/openid-configuration", self.issuer)

@@ -268,7 +268,7 @@ async fn only_approvers_edit_or_remember_and_only_owner_or_approver_revokes() {
     assert_eq!(status, 200, "{approved}");
     assert_eq!(
         approved["conversation"]["grants"][0]["granted_by"]["subject"],
-        "ops"
+        "key:ops"
     );
 
     let grant = format!("/conversations/{id}/grants/resources_add");

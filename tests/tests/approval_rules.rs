@@ -156,7 +156,7 @@ async fn only_the_listed_approvers_decide_what_a_rule_reserves() {
     let provider = OidcProvider::start().await;
     let auth = format!(
         "auth:\n  oidc: {{ issuer: \"{}\", audience: agent-stop-and-go, clock_skew_secs: 0 }}\n  \
-         role_map: {{ approver: [sre] }}\n",
+         role_map: {{ approver: [approver, sre] }}\n",
         provider.issuer
     );
     let (_dir, config) = config_with("agent-resources.yaml", &format!("{RULES}{auth}"));
@@ -205,7 +205,7 @@ async fn only_the_listed_approvers_decide_what_a_rule_reserves() {
     assert_eq!(status, 200, "{approved}");
     assert_eq!(
         approved["conversation"]["decisions"][0]["decided_by"]["subject"],
-        "frank"
+        provider.subject("frank")
     );
     let names: Vec<String> = tool_messages(&approved["conversation"])
         .iter()

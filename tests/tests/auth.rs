@@ -3,8 +3,9 @@
 //! chat, read, approve, and the record of who did.
 //!
 //! Users of the provider: alice and grace are approvers, bob is a plain
-//! user, carol is in the IdP group `sre` (mapped to approver by
-//! `role_map`), dana is an admin.
+//! user, carol is in the IdP group `sre`, dana is an admin; `role_map`
+//! (the only source of roles when set) maps `approver` and `sre` to
+//! approver and `admin` to admin.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,7 +24,7 @@ fn auth_yaml(issuer: &str, separate: bool) -> String {
         "auth:\n  oidc: {{ issuer: \"{issuer}\", audience: agent-stop-and-go, clock_skew_secs: 0 }}\n  \
          api_keys:\n    - {{ name: ops-bot, key_env: OPS_BOT_KEY, roles: [approver] }}\n    \
          - {{ name: script, key_env: SCRIPT_KEY }}\n  \
-         role_map: {{ approver: [sre] }}\napproval: {{ separate_approver: {separate} }}\n"
+         role_map: {{ approver: [approver, sre], admin: [admin] }}\napproval: {{ separate_approver: {separate} }}\n"
     )
 }
 
@@ -135,7 +136,7 @@ async fn users_see_only_their_own_conversations() {
     )
     .await;
     assert_eq!(status, 201, "{created}");
-    assert_eq!(created["conversation"]["owner"], "bob");
+    assert_eq!(created["conversation"]["owner"], provider.subject("bob"));
     let id = created["conversation"]["id"].as_str().unwrap().to_string();
     let path = format!("/conversations/{id}");
     assert_eq!(get_as(agent, &bob, &path).await.0, 200);
@@ -158,7 +159,12 @@ async fn users_see_only_their_own_conversations() {
 }
 
 /// Bob asks for an add; returns (conversation id, approval uuid).
-async fn bob_adds(agent: &Agent, bob: &str, name: &str) -> (String, String) {
+async fn bob_adds(
+    provider: &OidcProvider,
+    agent: &Agent,
+    bob: &str,
+    name: &str,
+) -> (String, String) {
     let (status, answer) = post_as(
         agent,
         bob,
@@ -168,7 +174,8 @@ async fn bob_adds(agent: &Agent, bob: &str, name: &str) -> (String, String) {
     .await;
     assert_eq!(status, 201, "{answer}");
     assert_eq!(
-        answer["result"]["approval"]["requested_by"]["subject"], "bob",
+        answer["result"]["approval"]["requested_by"]["subject"],
+        provider.subject("bob"),
         "{answer}"
     );
     (
@@ -185,7 +192,7 @@ async fn only_approvers_decide_and_the_decision_names_them() {
     let (provider, secured) = setup(false).await;
     let agent = &secured.agent;
     let (bob, alice) = (provider.token("bob").await, provider.token("alice").await);
-    let (id, uuid) = bob_adds(agent, &bob, "decided-1").await;
+    let (id, uuid) = bob_adds(&provider, agent, &bob, "decided-1").await;
     let decide = format!("/approvals/{uuid}");
     let (status, body) = post_as(agent, &bob, &decide, json!({"approved": true})).await;
     assert_eq!(status, 403, "{body}");
@@ -197,7 +204,7 @@ async fn only_approvers_decide_and_the_decision_names_them() {
     assert_eq!(status, 200, "{body}");
     let (_, conversation) = get_as(agent, &alice, &format!("/conversations/{id}")).await;
     let decision = &conversation["conversation"]["decisions"][0];
-    assert_eq!(decision["decided_by"]["subject"], "alice");
+    assert_eq!(decision["decided_by"]["subject"], provider.subject("alice"));
     assert_eq!(decision["decided_by"]["name"], "Alice Approver");
     assert_eq!(decision["decided_by"]["role"], "approver");
     assert_eq!(decision["decided_by"]["via"], "rest");
@@ -214,8 +221,8 @@ async fn only_approvers_decide_and_the_decision_names_them() {
         .find(|l| l["event"] == "decision")
         .expect("a decision line");
     assert_eq!(line["approval"], uuid.as_str());
-    assert_eq!(line["by"]["subject"], "alice");
-    assert_eq!(line["requested_by"]["subject"], "bob");
+    assert_eq!(line["by"]["subject"], provider.subject("alice"));
+    assert_eq!(line["requested_by"]["subject"], provider.subject("bob"));
     assert!(
         line["arguments_sha256"]
             .as_str()
@@ -285,7 +292,11 @@ async fn an_approval_raised_after_someone_else_approved_is_still_the_requesters(
     .await;
     assert_eq!(status, 200, "{second}");
     let next = &second["result"]["approval"];
-    assert_eq!(next["requested_by"]["subject"], "alice", "{next}");
+    assert_eq!(
+        next["requested_by"]["subject"],
+        provider.subject("alice"),
+        "{next}"
+    );
     let decide = format!("/approvals/{}", next["uuid"].as_str().unwrap());
     // So with four eyes grace still decides it, and alice cannot.
     let (status, body) = post_as(agent, &alice, &decide, json!({"approved": true})).await;
@@ -299,7 +310,7 @@ async fn an_api_key_and_a_mapped_group_approve_too() {
     let (provider, secured) = setup(false).await;
     let agent = &secured.agent;
     let bob = provider.token("bob").await;
-    let (_, uuid) = bob_adds(agent, &bob, "keyed-1").await;
+    let (_, uuid) = bob_adds(&provider, agent, &bob, "keyed-1").await;
     let (status, body) = agent
         .post_with(
             &format!("/approvals/{uuid}"),
@@ -309,7 +320,7 @@ async fn an_api_key_and_a_mapped_group_approve_too() {
         .await;
     assert_eq!(status, 200, "{body}");
     let decision = &body["conversation"]["decisions"][0];
-    assert_eq!(decision["decided_by"]["subject"], "ops-bot");
+    assert_eq!(decision["decided_by"]["subject"], "key:ops-bot");
     // carol is in the IdP group `sre`, mapped to approver.
     let carol = provider.token("carol").await;
     let (_, me) = get_as(agent, &carol, "/me").await;
@@ -378,7 +389,7 @@ async fn a2a_needs_credentials_and_continuations_need_an_approver() {
     );
     let (_, conversation) = get_as(agent, &alice, &format!("/conversations/{task}")).await;
     let decision = &conversation["conversation"]["decisions"][0];
-    assert_eq!(decision["decided_by"]["subject"], "alice");
+    assert_eq!(decision["decided_by"]["subject"], provider.subject("alice"));
     assert_eq!(decision["decided_by"]["via"], "a2a");
 }
 
@@ -411,6 +422,59 @@ async fn a_provider_down_at_startup_means_503_until_it_answers() {
 }
 
 #[tokio::test]
+async fn an_api_key_named_like_a_user_is_not_that_user() {
+    const BOB_KEY: &str = "bob-key-0123456789";
+    let provider = OidcProvider::start().await;
+    let auth = format!(
+        "auth:\n  oidc: {{ issuer: \"{}\", audience: agent-stop-and-go }}\n  \
+         api_keys:\n    - {{ name: bob, key_env: BOB_KEY }}\n",
+        provider.issuer
+    );
+    let (_dir, config) = config_with("agent-resources.yaml", &auth);
+    let agent = Agent::start(&config, AgentOptions::with_env(&[("BOB_KEY", BOB_KEY)])).await;
+    let bob = provider.token("bob").await;
+    let (status, created) = post_as(
+        &agent,
+        &bob,
+        "/conversations",
+        json!({"message": "list resources"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["conversation"]["id"].as_str().unwrap();
+    let key = [("x-api-key", BOB_KEY)];
+    let (status, _) = agent.get_with(&format!("/conversations/{id}"), &key).await;
+    assert_eq!(status, 404, "the key named bob is not the user bob");
+    let (_, me) = agent.get_with("/me", &key).await;
+    assert_eq!(me["subject"], "key:bob");
+    let (_, me) = get_as(&agent, &bob, "/me").await;
+    assert_eq!(me["subject"], provider.subject("bob"));
+}
+
+#[tokio::test]
+async fn a_key_the_provider_rotated_away_stops_verifying_after_the_ttl() {
+    let mut provider = OidcProvider::start().await;
+    let auth = format!(
+        "auth:\n  oidc: {{ issuer: \"{}\", audience: agent-stop-and-go, jwks_ttl_secs: 1 }}\n",
+        provider.issuer
+    );
+    let (_dir, config) = config_with("agent-resources.yaml", &auth);
+    let agent = Agent::start(&config, AgentOptions::default()).await;
+    let old = provider.token("bob").await;
+    assert_eq!(get_as(&agent, &old, "/me").await.0, 200);
+    // New signing keys with new key ids; the old ones are gone from the
+    // provider's key set, though the old token has not expired.
+    provider.restart(false).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, body) = get_as(&agent, &old, "/me").await;
+    assert_eq!(status, 401, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not one of the provider's keys"), "{body}");
+    let new = provider.token("bob").await;
+    assert_eq!(get_as(&agent, &new, "/me").await.0, 200);
+}
+
+#[tokio::test]
 async fn through_a_chain_the_human_who_decides_on_a_is_recorded_on_b() {
     let provider = OidcProvider::start().await;
     let b = secured_agent("e2e-chain-b.yaml", &provider.issuer, false, &[]).await;
@@ -431,11 +495,19 @@ async fn through_a_chain_the_human_who_decides_on_a_is_recorded_on_b() {
     .await;
     assert_eq!(status, 201, "{answer}");
     let proxy = &answer["result"]["approval"];
-    assert_eq!(proxy["requested_by"]["subject"], "bob", "{answer}");
+    assert_eq!(
+        proxy["requested_by"]["subject"],
+        provider.subject("bob"),
+        "{answer}"
+    );
     let remote_task = proxy["remote_task_id"].as_str().unwrap().to_string();
     // On B the task belongs to bob too: his token travelled with it.
     let (_, on_b) = get_as(&b.agent, &bob, &format!("/conversations/{remote_task}")).await;
-    assert_eq!(on_b["conversation"]["owner"], "bob", "{on_b}");
+    assert_eq!(
+        on_b["conversation"]["owner"],
+        provider.subject("bob"),
+        "{on_b}"
+    );
     let uuid = proxy["uuid"].as_str().unwrap();
     let (status, decided) = post_as(
         &a.agent,
@@ -447,7 +519,11 @@ async fn through_a_chain_the_human_who_decides_on_a_is_recorded_on_b() {
     assert_eq!(status, 200, "{decided}");
     let (_, on_b) = get_as(&b.agent, &alice, &format!("/conversations/{remote_task}")).await;
     let decision = &on_b["conversation"]["decisions"][0];
-    assert_eq!(decision["decided_by"]["subject"], "alice", "{on_b}");
+    assert_eq!(
+        decision["decided_by"]["subject"],
+        provider.subject("alice"),
+        "{on_b}"
+    );
     assert_eq!(decision["decided_by"]["via"], "a2a");
 }
 
@@ -473,7 +549,7 @@ async fn streams_and_tasks_of_others_stay_hidden() {
     );
     alice_inbox.next_of("pending").await;
 
-    let (id, uuid) = bob_adds(agent, &bob, "hidden-1").await;
+    let (id, uuid) = bob_adds(&provider, agent, &bob, "hidden-1").await;
     // The approver sees bob's request; another plain principal does not.
     let seen = alice_inbox.next_of("approval_requested").await;
     assert_eq!(seen["approval"]["uuid"], uuid.as_str());
@@ -528,7 +604,8 @@ async fn an_event_stream_ends_when_the_token_that_opened_it_expires() {
     let (provider, secured) = setup(false).await;
     let agent = &secured.agent;
     let lasting = provider.token("alice").await;
-    let (id, _) = bob_adds(agent, &provider.token("bob").await, "short-1").await;
+    let bob = provider.token("bob").await;
+    let (id, _) = bob_adds(&provider, agent, &bob, "short-1").await;
     let resource = asg_tests::oidc::resource(asg_tests::oidc::AUDIENCE, None, Some(3));
     let short = provider.token_with("alice", &resource).await;
     let inbox = format!("{}/events", agent.url);

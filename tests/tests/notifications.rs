@@ -143,7 +143,7 @@ async fn webhooks_are_signed_and_carry_no_secrets() {
     assert_eq!(event["approval"]["decision"]["approved"], true);
     assert_eq!(
         event["approval"]["decision"]["decided_by"]["subject"],
-        "ops"
+        "key:ops"
     );
     assert_ne!(event["delivery"], body(requested)["delivery"]);
     for request in &both {

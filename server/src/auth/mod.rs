@@ -16,10 +16,17 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, header};
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::AuthConfig;
+use crate::config::{ApiKeyConfig, AuthConfig};
 use oidc::OidcVerifier;
+
+/// Subjects are namespaced by how the principal authenticated, so no
+/// credential can pass for another kind: an API key's subject is
+/// `key:<name>`, a token's `oidc:<issuer>#<sub>` ([`oidc`]), the
+/// anonymous caller's `anonymous`, the system's `system:...`.
+pub const API_KEY_SUBJECT_PREFIX: &str = "key:";
 
 /// Why a request has no principal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,19 +42,54 @@ pub enum AuthError {
     Unavailable(String),
 }
 
-/// One configured API key.
+/// One configured API key: only the SHA-256 of its value is kept, so
+/// every comparison is of two 32-byte digests (no length to leak).
 struct ApiKey {
     name: String,
-    key: Vec<u8>,
+    digest: [u8; 32],
     roles: BTreeSet<Role>,
     groups: BTreeSet<String>,
+}
+
+impl ApiKey {
+    /// The entry with its key read from the environment now; a missing or
+    /// short key is an error naming the variable.
+    fn load(entry: &ApiKeyConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<ApiKey, String> {
+        let key = env(&entry.key_env)
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "auth.api_keys {:?} needs the environment variable {}",
+                    entry.name, entry.key_env
+                )
+            })?;
+        if key.len() < 16 {
+            return Err(format!(
+                "auth.api_keys {:?}: the key in {} is shorter than 16 characters",
+                entry.name, entry.key_env
+            ));
+        }
+        Ok(ApiKey {
+            name: entry.name.clone(),
+            digest: key_digest(key.as_bytes()),
+            roles: entry.roles.iter().filter_map(|r| Role::parse(r)).collect(),
+            groups: entry.groups.iter().cloned().collect(),
+        })
+    }
+}
+
+/// SHA-256 of a key: what is stored and what a presented key is
+/// compared by.
+fn key_digest(key: &[u8]) -> [u8; 32] {
+    Sha256::digest(key).into()
 }
 
 impl std::fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiKey")
             .field("name", &self.name)
-            .field("key", &"<redacted>")
+            .field("digest", &"<redacted>")
             .finish()
     }
 }
@@ -80,34 +122,23 @@ impl Authenticator {
         if !config.enabled() {
             return Ok(Authenticator::disabled());
         }
-        let mut api_keys = Vec::new();
+        let mut api_keys: Vec<ApiKey> = Vec::new();
         for entry in &config.api_keys {
-            let key = env(&entry.key_env)
-                .map(|k| k.trim().to_string())
-                .filter(|k| !k.is_empty())
-                .ok_or_else(|| {
-                    format!(
-                        "auth.api_keys {:?} needs the environment variable {}",
-                        entry.name, entry.key_env
-                    )
-                })?;
-            if key.len() < 16 {
+            let key = ApiKey::load(entry, env)?;
+            // Two names for one key would make the key's principal a
+            // matter of order; refuse it (names only, never the key).
+            if let Some(twin) = api_keys.iter().find(|k| k.digest == key.digest) {
                 return Err(format!(
-                    "auth.api_keys {:?}: the key in {} is shorter than 16 characters",
-                    entry.name, entry.key_env
+                    "auth.api_keys {:?} and {:?} have the same key; every key must be different",
+                    twin.name, key.name
                 ));
             }
-            api_keys.push(ApiKey {
-                name: entry.name.clone(),
-                key: key.into_bytes(),
-                roles: entry.roles.iter().filter_map(|r| Role::parse(r)).collect(),
-                groups: entry.groups.iter().cloned().collect(),
-            });
+            api_keys.push(key);
         }
         let oidc = config
             .oidc
             .as_ref()
-            .map(|oidc| OidcVerifier::new(oidc, &config.role_map));
+            .map(|oidc| OidcVerifier::new(oidc, config.role_map.as_ref()));
         Ok(Authenticator {
             inner: Some(Arc::new(Configured { oidc, api_keys })),
         })
@@ -149,18 +180,20 @@ impl Authenticator {
 }
 
 impl Configured {
-    /// Compares with every key in constant time.
+    /// Compares the presented key's digest with every stored digest, each
+    /// in constant time and without stopping at a match: the time taken
+    /// depends on neither the key's length nor which entry matches.
     fn api_key(&self, presented: &str) -> Result<Principal, AuthError> {
-        let presented = presented.as_bytes();
+        let presented = key_digest(presented.as_bytes());
         let mut found = None;
         for key in &self.api_keys {
-            if bool::from(key.key.ct_eq(presented)) {
+            if bool::from(key.digest.ct_eq(&presented)) {
                 found = Some(key);
             }
         }
         let key = found.ok_or_else(|| AuthError::Invalid("unknown API key".into()))?;
         Ok(Principal {
-            subject: key.name.clone(),
+            subject: format!("{API_KEY_SUBJECT_PREFIX}{}", key.name),
             name: None,
             roles: key.roles.clone(),
             groups: key.groups.clone(),

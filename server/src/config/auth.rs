@@ -16,9 +16,11 @@ pub struct AuthConfig {
     /// Static keys for services and scripts.
     #[serde(default)]
     pub api_keys: Vec<ApiKeyConfig>,
-    /// Our role → the IdP group or role names that grant it.
+    /// Our role → the IdP group or role names that grant it. When set
+    /// (even empty), it is the only source of a token's roles; absent,
+    /// the names `approver` and `admin` in the roles claim are the roles.
     #[serde(default)]
-    pub role_map: BTreeMap<String, Vec<String>>,
+    pub role_map: Option<BTreeMap<String, Vec<String>>>,
 }
 
 /// `auth.oidc`.
@@ -36,10 +38,28 @@ pub struct OidcConfig {
     /// Clock skew allowed on `exp` and `nbf`, in seconds.
     #[serde(default = "default_clock_skew")]
     pub clock_skew_secs: u64,
+    /// How long the provider's key set is used before it is read again,
+    /// in seconds (a key the provider removed stops verifying after at
+    /// most this long).
+    #[serde(default = "default_jwks_ttl")]
+    pub jwks_ttl_secs: u64,
+    /// How long the cached key set keeps verifying tokens while it cannot
+    /// be read again (the provider down), in seconds; past it, requests
+    /// with tokens answer 503 until the keys are read.
+    #[serde(default = "default_jwks_max_age")]
+    pub jwks_max_age_secs: u64,
 }
 
 fn default_clock_skew() -> u64 {
     30
+}
+
+fn default_jwks_ttl() -> u64 {
+    300
+}
+
+fn default_jwks_max_age() -> u64 {
+    3600
 }
 
 /// One `auth.api_keys` entry.
@@ -86,6 +106,21 @@ impl AuthConfig {
                     format!("must be at most 300, got {}", oidc.clock_skew_secs),
                 ));
             }
+            if oidc.jwks_ttl_secs == 0 {
+                return Err((
+                    "auth.oidc.jwks_ttl_secs".into(),
+                    "must be at least 1".into(),
+                ));
+            }
+            if oidc.jwks_max_age_secs < oidc.jwks_ttl_secs {
+                return Err((
+                    "auth.oidc.jwks_max_age_secs".into(),
+                    format!(
+                        "must be at least jwks_ttl_secs ({}), got {}",
+                        oidc.jwks_ttl_secs, oidc.jwks_max_age_secs
+                    ),
+                ));
+            }
             if oidc.roles_claim.trim().is_empty() {
                 return Err(("auth.oidc.roles_claim".into(), "must not be empty".into()));
             }
@@ -107,7 +142,7 @@ impl AuthConfig {
             }
             check_roles(&format!("{field}.roles"), &key.roles)?;
         }
-        for role in self.role_map.keys() {
+        for role in self.role_map.iter().flat_map(BTreeMap::keys) {
             check_roles("auth.role_map", std::slice::from_ref(role))?;
         }
         Ok(())
@@ -129,5 +164,29 @@ fn check_roles(field: &str, roles: &[String]) -> Result<(), (String, String)> {
             ),
         )),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_oidc(extra: &str) -> Result<(), (String, String)> {
+        let yaml = format!("oidc: {{ issuer: https://idp.test, audience: a{extra} }}");
+        let config: AuthConfig = serde_yaml::from_str(&yaml).expect("parses");
+        config.validate()
+    }
+
+    #[test]
+    fn the_key_set_ttl_and_max_age_have_defaults_and_are_checked() {
+        let config: AuthConfig =
+            serde_yaml::from_str("oidc: { issuer: https://idp.test, audience: a }").unwrap();
+        let oidc = config.oidc.unwrap();
+        assert_eq!((oidc.jwks_ttl_secs, oidc.jwks_max_age_secs), (300, 3600));
+        assert!(with_oidc(", jwks_ttl_secs: 1, jwks_max_age_secs: 1").is_ok());
+        let zero = with_oidc(", jwks_ttl_secs: 0").unwrap_err();
+        assert_eq!(zero.0, "auth.oidc.jwks_ttl_secs");
+        let short = with_oidc(", jwks_ttl_secs: 600, jwks_max_age_secs: 60").unwrap_err();
+        assert_eq!(short.0, "auth.oidc.jwks_max_age_secs", "{}", short.1);
     }
 }

@@ -12,7 +12,6 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::config::A2aPushConfig;
 use super::ssrf;
 
 /// Time one attempt may take.
@@ -29,9 +28,9 @@ pub struct Outgoing {
     pub body: Vec<u8>,
     /// What the log calls it (never a secret).
     pub label: String,
-    /// Check the URL against this policy before every attempt and connect
-    /// only to the checked addresses (caller-chosen URLs).
-    pub ssrf: Option<Arc<A2aPushConfig>>,
+    /// Resolve and check the URL against this policy before every attempt
+    /// and connect only to the checked addresses (caller-chosen URLs).
+    pub ssrf: Option<Arc<ssrf::Policy>>,
 }
 
 /// How often and how patiently a delivery is tried.
@@ -206,7 +205,11 @@ impl Deliveries {
                     Ok(client) => client,
                     Err(e) => return Verdict::GiveUp(format!("cannot build a client: {e}")),
                 },
-                Err(why) => return Verdict::GiveUp(why),
+                // A name that does not resolve (yet) may later: retried.
+                Err(ssrf::Problem::Unresolved(why)) => return Verdict::Retry(why),
+                Err(ssrf::Problem::Refused(why)) => {
+                    return Verdict::GiveUp(format!("refused: {why}"));
+                }
             },
         };
         let mut request = client
@@ -279,7 +282,12 @@ pub fn shown(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+    use std::sync::Mutex;
+
     use super::*;
+    use crate::notify::A2aPushConfig;
+    use ssrf::{Policy, Resolver};
 
     #[test]
     fn statuses_are_judged() {
@@ -301,5 +309,63 @@ mod tests {
             "https://hooks.example.com:8443/a/b"
         );
         assert_eq!(shown("nope"), "(invalid URL)");
+    }
+
+    /// A resolver that knows only `late.test`, at the addresses in `now`.
+    fn late_resolver(now: Arc<Mutex<Vec<IpAddr>>>) -> Resolver {
+        Resolver::Table(Arc::new(move |host: &str| match host {
+            "late.test" => now.lock().map(|a| a.clone()).unwrap_or_default(),
+            _ => Vec::new(),
+        }))
+    }
+
+    #[tokio::test]
+    async fn a_callback_host_that_resolves_only_later_is_checked_at_each_delivery() {
+        use wiremock::matchers::method;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let receiver = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200))
+            .mount(&receiver)
+            .await;
+        let now = Arc::new(Mutex::new(Vec::new()));
+        let strict = Arc::new(Policy {
+            rules: A2aPushConfig::default(),
+            resolver: late_resolver(now.clone()),
+        });
+        let url = format!("http://late.test:{}/cb", receiver.address().port());
+        // Registration: accepted, with a warning saying why.
+        let warning = ssrf::check_registration(&url, &strict).await.unwrap();
+        let warning = warning.expect("a warning for a host that does not resolve");
+        assert!(warning.contains("late.test"), "{warning}");
+        let job = |policy: &Arc<Policy>| Outgoing {
+            url: url.clone(),
+            headers: Vec::new(),
+            body: b"{}".to_vec(),
+            label: "late callback".into(),
+            ssrf: Some(policy.clone()),
+        };
+        let deliveries = Deliveries::start(4, 1, Retry::default());
+        // Still no address at delivery: tried again later.
+        let verdict = deliveries.attempt(&job(&strict)).await;
+        assert!(matches!(verdict, Verdict::Retry(_)), "{verdict:?}");
+        // It now resolves inside (loopback): refused, nothing sent.
+        *now.lock().unwrap() = vec![IpAddr::from([127, 0, 0, 1])];
+        match deliveries.attempt(&job(&strict)).await {
+            Verdict::GiveUp(why) => assert!(why.contains("loopback"), "{why}"),
+            other => panic!("a callback pointing inside was not refused: {other:?}"),
+        }
+        assert!(receiver.received_requests().await.unwrap().is_empty());
+        // Where private networks are allowed, the late address is used.
+        let private = Arc::new(Policy {
+            rules: A2aPushConfig {
+                allow_private_networks: true,
+                ..A2aPushConfig::default()
+            },
+            resolver: late_resolver(now),
+        });
+        assert_eq!(deliveries.attempt(&job(&private)).await, Verdict::Delivered);
+        assert_eq!(receiver.received_requests().await.unwrap().len(), 1);
+        deliveries.shutdown(Duration::from_secs(1)).await;
     }
 }

@@ -94,6 +94,14 @@ impl Notifier {
                     .unwrap_or_else(|| public_url.to_string()),
             };
             tracing::info!(webhooks = self.webhooks.len(), "approval webhooks enabled");
+            for hook in self.webhooks.iter() {
+                let url = hook.url().to_string();
+                self.deliveries.spawn(async move {
+                    if let Some(why) = ssrf::unresolved(&url, &ssrf::Resolver::System).await {
+                        tracing::warn!(url = %deliver::shown(&url), reason = %why, "webhook host does not resolve now; each delivery resolves it again");
+                    }
+                });
+            }
             self.deliveries.spawn(webhook::dispatch(
                 inbox,
                 self.webhooks.clone(),

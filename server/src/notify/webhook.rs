@@ -31,6 +31,11 @@ pub struct Webhook {
 }
 
 impl Webhook {
+    /// Where its events go.
+    pub fn url(&self) -> &str {
+        &self.config.url
+    }
+
     /// The webhooks of `approval.webhooks`, each with its secret from
     /// `env`; an unset or short secret is a startup error naming it.
     pub fn load(

@@ -9,7 +9,8 @@
 //! One watcher task per task with configs follows the conversation's
 //! events (an unlimited engine receiver), re-reads the saved snapshot and
 //! sends when the state (or the approval / answer it is about) changed.
-//! Callback URLs pass `notify::ssrf` when set and before every attempt;
+//! Callback URLs pass `notify::ssrf` when set (a host that does not
+//! resolve yet is accepted with a warning) and before every attempt;
 //! delivery retries with backoff (`notify::deliver`).
 
 pub mod store;
@@ -24,7 +25,7 @@ use uuid::Uuid;
 
 use super::mapping;
 use crate::engine::Engine;
-use crate::notify::deliver::{Deliveries, Outgoing};
+use crate::notify::deliver::{Deliveries, Outgoing, shown};
 use crate::notify::{A2aPushConfig, ssrf};
 use store::PushStore;
 
@@ -53,7 +54,7 @@ pub struct PushService {
 
 struct Inner {
     engine: Engine,
-    policy: Arc<A2aPushConfig>,
+    policy: Arc<ssrf::Policy>,
     deliveries: Deliveries,
     store: PushStore,
     /// Tasks with a running watcher.
@@ -128,7 +129,7 @@ pub fn check_fields(config: &PushNotificationConfig) -> Result<(), String> {
 pub fn outgoing(
     config: &PushNotificationConfig,
     task: &Task,
-    policy: &Arc<A2aPushConfig>,
+    policy: &Arc<ssrf::Policy>,
 ) -> Outgoing {
     let mut headers = Vec::new();
     if let Some(token) = &config.token {
@@ -174,7 +175,7 @@ impl PushService {
         Ok(PushService {
             inner: Arc::new(Inner {
                 engine,
-                policy: Arc::new(policy),
+                policy: Arc::new(ssrf::Policy::from(policy)),
                 deliveries,
                 store,
                 watching: Mutex::default(),
@@ -190,9 +191,13 @@ impl PushService {
     }
 
     /// Checks `config`'s URL now (the same check runs before every send).
+    /// A host that does not resolve now is accepted with a warning in the
+    /// log: it is resolved and checked again at each delivery.
     pub async fn check(&self, config: &PushNotificationConfig) -> Result<(), String> {
         check_fields(config)?;
-        ssrf::check(&config.url, &self.inner.policy).await?;
+        if let Some(why) = ssrf::check_registration(&config.url, &self.inner.policy).await? {
+            tracing::warn!(url = %shown(&config.url), reason = %why, "push callback accepted although its host does not resolve now; it is resolved and checked before each delivery");
+        }
         Ok(())
     }
 

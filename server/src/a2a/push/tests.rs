@@ -45,7 +45,7 @@ fn header(job: &Outgoing, name: &str) -> Option<String> {
 
 #[test]
 fn a_callback_gets_the_task_with_its_token_and_bearer() {
-    let policy = Arc::new(A2aPushConfig::default());
+    let policy = Arc::new(ssrf::Policy::default());
     let cfg = config(Some("tok-123"), Some((&["bearer"], Some("cred-456"))));
     let job = outgoing(&cfg, &task(TaskState::InputRequired), &policy);
     assert_eq!(job.url, cfg.url);
