@@ -189,7 +189,8 @@ pub struct EngineParts {
     pub limits: EngineLimits,
     /// Who may decide approvals.
     pub policy: DecisionPolicy,
-    /// Where decisions are recorded (`data_dir/audit.jsonl`).
+    /// Where decisions are recorded (`data_dir/audit.jsonl`, or the
+    /// database's `audit_log` table).
     pub audit: Option<Arc<AuditLog>>,
     /// When undecided approvals expire and are reminded.
     pub expiry: ExpiryPolicy,
