@@ -55,7 +55,11 @@ impl App {
         config_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<App, StartupError> {
-        let Storage { store, audit } = open_storage(&config, env).await?;
+        let Storage {
+            store,
+            audit,
+            database,
+        } = open_storage(&config, env).await?;
         let auth = Authenticator::from_config(&config.auth, env).map_err(StartupError)?;
         warn_if_open(&config, &auth);
         let tools = start_tools(&config).await?;
@@ -86,7 +90,7 @@ impl App {
         .await
         .map_err(|e| StartupError(e.to_string()))?;
         let tools = tools.registry;
-        let notifier = match Notifier::build(&config, &engine, env) {
+        let notifier = match Notifier::build(&config, &engine, env, database) {
             Ok(notifier) => notifier,
             Err(error) => {
                 tools.shutdown().await;
@@ -179,6 +183,9 @@ pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 struct Storage {
     store: Arc<dyn Store>,
     audit: AuditLog,
+    /// The PostgreSQL store's pool (`None`: the JSON files), for the push
+    /// configs that live beside the conversations.
+    database: Option<sqlx::PgPool>,
 }
 
 /// The conversation store (PostgreSQL with `store.url` or
@@ -199,7 +206,8 @@ async fn open_storage(
         let pool = store.pool();
         return Ok(Storage {
             store: Arc::new(store),
-            audit: AuditLog::postgres(pool),
+            audit: AuditLog::postgres(pool.clone()),
+            database: Some(pool),
         });
     }
     tracing::info!(dir = %data_dir, "using the JSON store (no store.url or DATABASE_URL)");
@@ -209,6 +217,7 @@ async fn open_storage(
     Ok(Storage {
         store: Arc::new(store),
         audit,
+        database: None,
     })
 }
 
