@@ -47,7 +47,7 @@ const MAX_URL: usize = 2048;
 /// Longest token, credentials or config id.
 const MAX_FIELD: usize = 1024;
 
-/// The push registrations and their watchers; cheap to clone.
+/// The push registrations and their dispatcher; cheap to clone.
 #[derive(Clone)]
 pub struct PushService {
     inner: Arc<Inner>,
