@@ -63,3 +63,54 @@ impl Outbox {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use asg_tests::fake_http::{FakeHttp, Reply};
+
+    use super::*;
+    use crate::notify::deliver::Retry;
+
+    fn job(fake: &FakeHttp, name: &str) -> Vec<Outgoing> {
+        vec![Outgoing {
+            url: format!("{}/{name}", fake.url),
+            headers: Vec::new(),
+            body: b"{}".to_vec(),
+            label: name.to_string(),
+            ssrf: None,
+        }]
+    }
+
+    #[tokio::test]
+    async fn a_tasks_notifications_wait_for_each_other_and_other_tasks_do_not() {
+        // The first request is answered late.
+        let fake = FakeHttp::start(vec![
+            Reply::status(200, "{}").delayed(Duration::from_millis(600)),
+            Reply::status(200, "{}"),
+        ])
+        .await;
+        let outbox = Outbox::new(Deliveries::start(16, 4, Retry::default()));
+        let (one, other) = (Uuid::new_v4(), Uuid::new_v4());
+        outbox.post(one, job(&fake, "first"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        outbox.post(one, job(&fake, "second"));
+        outbox.post(other, job(&fake, "other-task"));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while fake.requests().len() < 3 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{:?}",
+                fake.requests()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let order: Vec<String> = fake.requests().into_iter().map(|r| r.uri).collect();
+        assert_eq!(order, ["/first", "/other-task", "/second"]);
+        while !outbox.queues().is_empty() {
+            assert!(tokio::time::Instant::now() < deadline, "the senders end");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
