@@ -184,12 +184,12 @@ impl PushService {
     ) -> Result<PushService, String> {
         let store = match database {
             Some(pool) => PushStore::Postgres(PgPushStore::new(pool)),
-            None => PushStore::File(FilePushStore::open(data_dir).map_err(|e| {
+            None => PushStore::File(Arc::new(FilePushStore::open(data_dir).map_err(|e| {
                 format!(
                     "cannot open {}: {e}",
                     data_dir.join(store::FILE_NAME).display()
                 )
-            })?),
+            })?)),
         };
         let saved = engine.saved_here();
         Ok(PushService {

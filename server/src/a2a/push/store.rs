@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use asg_shared::a2a::PushNotificationConfig;
 use chrono::{DateTime, Utc};
@@ -61,8 +61,9 @@ struct File {
 
 /// Where the configs live.
 pub enum PushStore {
-    /// `data_dir/a2a-push.json` (one process).
-    File(FilePushStore),
+    /// `data_dir/a2a-push.json` (one process), written on the blocking
+    /// pool.
+    File(Arc<FilePushStore>),
     /// The `a2a_push` table (every replica).
     Postgres(PgPushStore),
 }
@@ -79,13 +80,16 @@ impl PushStore {
     /// Changes a task's registrations with `change` (which returns its
     /// result, or an error that leaves everything unchanged) and saves;
     /// a task left without configs is removed.
-    pub async fn update<T: Send>(
+    pub async fn update<T: Send + 'static>(
         &self,
         task: Uuid,
-        change: impl FnOnce(&mut TaskPush) -> Result<T, String> + Send,
+        change: impl FnOnce(&mut TaskPush) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         match self {
-            PushStore::File(file) => file.update(task, change),
+            PushStore::File(file) => {
+                let file = file.clone();
+                blocking(move || file.update(task, change)).await
+            }
             PushStore::Postgres(table) => table.update(task, change).await,
         }
     }
@@ -100,10 +104,22 @@ impl PushStore {
         next: &Notified,
     ) -> Result<Option<TaskPush>, String> {
         match self {
-            PushStore::File(file) => file.mark_notified(task, next),
+            PushStore::File(file) => {
+                let (file, next) = (file.clone(), next.clone());
+                blocking(move || file.mark_notified(task, &next)).await
+            }
             PushStore::Postgres(table) => table.mark_notified(task, next).await,
         }
     }
+}
+
+/// Runs a file write (and its fsyncs) on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    write: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(write)
+        .await
+        .unwrap_or_else(|_| Err(CANNOT_SAVE.to_string()))
 }
 
 /// The message callers get when the configs cannot be saved.
@@ -291,10 +307,11 @@ mod tests {
         let task = Uuid::new_v4();
         let first = mark("input-required", "a1", 0);
         assert_eq!(store.mark_notified(task, &first).await.unwrap(), None);
+        let registered = first.clone();
         let context = store
-            .update(task, |t| {
+            .update(task, move |t| {
                 t.context_id = "ctx".into();
-                t.notified = Some(first.clone());
+                t.notified = Some(registered);
                 t.configs.push(config("a"));
                 Ok(t.context_id.clone())
             })
@@ -336,7 +353,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn each_state_is_marked_notified_once_in_both_stores() {
         let dir = tempfile::tempdir().unwrap();
-        let file = || PushStore::File(FilePushStore::open(dir.path()).unwrap());
+        let file = || PushStore::File(Arc::new(FilePushStore::open(dir.path()).unwrap()));
         let store = file();
         marks_each_state_once(&store, &store).await;
         let db = asg_tests::pg::TestDb::create().await;
