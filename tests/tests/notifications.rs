@@ -682,3 +682,44 @@ async fn replicas_share_push_configs_and_the_replica_that_changes_a_task_notifie
     rpc(c, "tasks/pushNotificationConfig/delete", delete).await;
     assert!(listed_ids(a, &task).await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replicas_own_push_file_is_imported_into_the_database_at_start() {
+    let fake = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
+    let db = asg_tests::pg::TestDb::create().await;
+    let (_dir, config) = config_with(
+        "agent-resources.yaml",
+        "a2a_push: { allow_private_networks: true }",
+    );
+    let on_db = || AgentOptions::with_env(&[("DATABASE_URL", db.url.as_str())]);
+    let mut a = Agent::start(&config, on_db()).await;
+    let sent = rpc(&a, "message/send", send_params(ADD, None)).await;
+    let task = sent["result"]["id"].as_str().expect("a task").to_string();
+    a.stop();
+    // What a replica kept on its disk before the configs moved.
+    let url = format!("{}/old", fake.url);
+    let mut old = push_config(&url, Some("old"));
+    old["token"] = json!("tok-old");
+    let file = json!({"tasks": {&task: {"context_id": &task, "configs": [old]}}});
+    let path = a.data_dir.join("a2a-push.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    let options = AgentOptions {
+        data_dir: Some(a.data_dir.clone()),
+        ..on_db()
+    };
+    let _a = Agent::start(&config, options).await;
+    poll("the import", Duration::from_secs(10), || {
+        let imported = !path.exists() && path.with_extension("json.imported").exists();
+        async move { imported.then_some(()) }
+    })
+    .await;
+    let b = Agent::start(&config, on_db()).await;
+    assert_eq!(listed_ids(&b, &task).await, ["old"]);
+    rpc(&b, "message/send", send_params("approved", Some(&task))).await;
+    let sent = requests_to(&fake, "/old", 1, Duration::from_secs(10)).await;
+    assert_eq!(state_of(&sent[0]), "completed");
+    assert_eq!(
+        header(&sent[0], "x-a2a-notification-token"),
+        Some("tok-old")
+    );
+}

@@ -105,7 +105,7 @@ impl Notifier {
                 source,
             ));
         }
-        self.push.start();
+        self.push.start().await;
     }
 
     /// Stops taking events and waits up to [`SHUTDOWN_BOUND`] for the

@@ -62,6 +62,9 @@ struct Inner {
     /// The versions this process saves, from the build on; taken by
     /// [`PushService::start`].
     saved: Mutex<Option<UnboundedReceiver<Arc<Conversation>>>>,
+    /// With PostgreSQL, the `data_dir` whose `a2a-push.json` (from before
+    /// the configs moved to the database) `start` imports.
+    import_from: Option<std::path::PathBuf>,
 }
 
 /// What a state is worth a notification.
@@ -182,6 +185,7 @@ impl PushService {
         policy: A2aPushConfig,
         deliveries: Deliveries,
     ) -> Result<PushService, String> {
+        let import_from = database.as_ref().map(|_| data_dir.to_path_buf());
         let store = match database {
             Some(pool) => PushStore::Postgres(PgPushStore::new(pool)),
             None => PushStore::File(Arc::new(FilePushStore::open(data_dir).map_err(|e| {
@@ -200,12 +204,17 @@ impl PushService {
                 deliveries,
                 store,
                 saved: Mutex::new(Some(saved)),
+                import_from,
             }),
         })
     }
 
-    /// Starts notifying the changes this process makes (once).
-    pub fn start(&self) {
+    /// Starts notifying the changes this process makes (once), after
+    /// importing a replica's own `a2a-push.json` into the database.
+    pub async fn start(&self) {
+        if let Some(data_dir) = &self.inner.import_from {
+            self.import(data_dir).await;
+        }
         let saved = self
             .inner
             .saved
@@ -215,6 +224,58 @@ impl PushService {
         if let Some(saved) = saved {
             let service = self.clone();
             self.inner.deliveries.spawn(service.dispatch(saved));
+        }
+    }
+
+    /// Moves the configs this replica kept in `data_dir/a2a-push.json`
+    /// before they lived in the database into the table (merged by config
+    /// id, within the per-task limit), then renames the file
+    /// `a2a-push.json.imported`; on an error the file stays for the next
+    /// start.
+    async fn import(&self, data_dir: &Path) {
+        if !data_dir.join(store::FILE_NAME).exists() {
+            return;
+        }
+        let file = match FilePushStore::open(data_dir) {
+            Ok(file) => file,
+            Err(error) => {
+                tracing::error!(%error, "cannot read a2a-push.json to import it into the database");
+                return;
+            }
+        };
+        let mut failed = 0;
+        let tasks = file.tasks();
+        for task in &tasks {
+            let Some(old) = file.task(*task) else {
+                continue;
+            };
+            let now = self.inner.engine.get(*task).await.ok().flatten();
+            let seen = now.as_deref().map(|c| fingerprint(c).1);
+            let merged = self.inner.store.update(*task, move |entry| {
+                if entry.configs.is_empty() {
+                    entry.context_id = old.context_id;
+                    entry.notified = seen;
+                }
+                for config in old.configs {
+                    let known = entry.configs.iter().any(|c| c.id == config.id);
+                    if !known && entry.configs.len() < MAX_CONFIGS_PER_TASK {
+                        entry.configs.push(config);
+                    }
+                }
+                Ok(())
+            });
+            failed += usize::from(merged.await.is_err());
+        }
+        let path = data_dir.join(store::FILE_NAME);
+        let done = path.with_extension("json.imported");
+        if failed == 0 && std::fs::rename(&path, &done).is_ok() {
+            tracing::info!(tasks = tasks.len(), moved_to = %done.display(), "A2A push configs imported into the database");
+        } else {
+            tracing::error!(
+                tasks = tasks.len(),
+                failed,
+                "A2A push configs not all imported into the database; a2a-push.json is kept and imported again at the next start"
+            );
         }
     }
 
