@@ -82,8 +82,8 @@ pub fn notable(state: TaskState) -> bool {
 
 /// What a notification is about: the state and the status message (the
 /// approval asked for, the answer given), so two approvals in a row or
-/// two answers in a row are two notifications; and when that version was
-/// saved.
+/// two answers in a row are two notifications; and how many messages
+/// that version had (its place among the conversation's versions).
 fn fingerprint(conversation: &Conversation) -> (TaskState, Notified) {
     let at = mapping::TaskRef {
         task_id: conversation.id.to_string(),
@@ -93,7 +93,7 @@ fn fingerprint(conversation: &Conversation) -> (TaskState, Notified) {
     let notified = Notified {
         state: status.state.as_str().to_string(),
         message: status.message.map(|m| m.message_id),
-        at: conversation.updated_at,
+        messages: i64::try_from(conversation.messages.len()).unwrap_or(i64::MAX),
     };
     (status.state, notified)
 }

@@ -6,7 +6,6 @@
 //! [`super::store::PushStore::mark_notified`]).
 
 use asg_shared::a2a::PushNotificationConfig;
-use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
@@ -19,7 +18,7 @@ pub struct PgPushStore {
     pool: PgPool,
 }
 
-const COLUMNS: &str = "context_id, configs, notified_state, notified_message, notified_at";
+const COLUMNS: &str = "context_id, configs, notified_state, notified_message, notified_messages";
 
 /// A row as registrations. Credentials are never in an error message.
 fn entry(row: &PgRow) -> Result<TaskPush, sqlx::Error> {
@@ -27,12 +26,12 @@ fn entry(row: &PgRow) -> Result<TaskPush, sqlx::Error> {
     let configs: Vec<PushNotificationConfig> = serde_json::from_value(configs)
         .map_err(|e| sqlx::Error::Decode(format!("a2a_push.configs: {}", kind(&e)).into()))?;
     let state: Option<String> = row.try_get("notified_state")?;
-    let at: Option<DateTime<Utc>> = row.try_get("notified_at")?;
-    let notified = match (state, at) {
-        (Some(state), Some(at)) => Some(Notified {
+    let messages: Option<i64> = row.try_get("notified_messages")?;
+    let notified = match (state, messages) {
+        (Some(state), Some(messages)) => Some(Notified {
             state,
             message: row.try_get("notified_message")?,
-            at,
+            messages,
         }),
         _ => None,
     };
@@ -114,11 +113,11 @@ impl PgPushStore {
         next: &Notified,
     ) -> Result<Option<TaskPush>, String> {
         let sql = format!(
-            "UPDATE a2a_push SET notified_state = $2, notified_message = $3, notified_at = $4, \
-             updated_at = now() \
-             WHERE task = $1 AND (notified_at IS NULL OR ( \
+            "UPDATE a2a_push SET notified_state = $2, notified_message = $3, \
+             notified_messages = $4, updated_at = now() \
+             WHERE task = $1 AND (notified_messages IS NULL OR ( \
                  (notified_state, notified_message) IS DISTINCT FROM ($2, $3) \
-                 AND notified_at <= $4)) \
+                 AND notified_messages <= $4)) \
              RETURNING {COLUMNS}"
         );
         let row = limited(
@@ -126,7 +125,7 @@ impl PgPushStore {
                 .bind(task)
                 .bind(&next.state)
                 .bind(&next.message)
-                .bind(next.at)
+                .bind(next.messages)
                 .fetch_optional(&self.pool),
         )
         .await
@@ -180,14 +179,14 @@ async fn write(
     let notified = entry.notified.as_ref();
     let update = sqlx::query(
         "UPDATE a2a_push SET context_id = $2, configs = $3, notified_state = $4, \
-         notified_message = $5, notified_at = $6, updated_at = now() WHERE task = $1",
+         notified_message = $5, notified_messages = $6, updated_at = now() WHERE task = $1",
     )
     .bind(task)
     .bind(&entry.context_id)
     .bind(configs)
     .bind(notified.map(|n| n.state.clone()))
     .bind(notified.and_then(|n| n.message.clone()))
-    .bind(notified.map(|n| n.at));
+    .bind(notified.map(|n| n.messages));
     limited(update.execute(&mut **tx)).await?;
     Ok(())
 }

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use asg_shared::a2a::PushNotificationConfig;
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -40,8 +39,9 @@ pub struct Notified {
     pub state: String,
     /// The status message's id (the approval asked for, the answer).
     pub message: Option<String>,
-    /// When the conversation's version was saved.
-    pub at: DateTime<Utc>,
+    /// How many messages the conversation's version had: they only grow,
+    /// so this orders versions (whichever replica's clock saved them).
+    pub messages: i64,
 }
 
 impl TaskPush {
@@ -49,7 +49,8 @@ impl TaskPush {
     /// older than the last one sent.
     pub fn is_news(&self, next: &Notified) -> bool {
         self.notified.as_ref().is_none_or(|last| {
-            (&last.state, &last.message) != (&next.state, &next.message) && last.at <= next.at
+            (&last.state, &last.message) != (&next.state, &next.message)
+                && last.messages <= next.messages
         })
     }
 }
@@ -293,11 +294,11 @@ mod tests {
         assert!(dir.path().join("a2a-push.json.bad").exists());
     }
 
-    fn mark(state: &str, message: &str, seconds: i64) -> Notified {
+    fn mark(state: &str, message: &str, messages: i64) -> Notified {
         Notified {
             state: state.into(),
             message: Some(message.into()),
-            at: DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap(),
+            messages,
         }
     }
 
