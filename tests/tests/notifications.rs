@@ -2,7 +2,10 @@
 //! model and local receivers: approval webhooks (signed, retried, never
 //! in a turn's way, no secrets in the body) and A2A push notifications
 //! (`tasks/pushNotificationConfig/*`: the callback follows the task,
-//! SSRF refusals, only the task's owner, configs kept across a restart).
+//! SSRF refusals, only the task's owner, configs kept across a restart;
+//! on PostgreSQL, configs shared by the replicas, each state notified
+//! once by the replica that changed the task, a replica's old
+//! `a2a-push.json` imported).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
