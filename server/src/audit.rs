@@ -1,14 +1,21 @@
-//! The audit log: `data_dir/audit.jsonl`, append-only, one JSON line per
-//! approval decision (written and synced before the approved call runs),
-//! one per outcome, and one per call an `approval.rules` entry allowed or
-//! denied (`policy` lines, naming the rule). It names who decided, never a credential: a
-//! line holds the principal's subject, name, role and channel, the tool
-//! and a SHA-256 of its exact arguments, not the arguments themselves.
+//! The audit log: append-only, one JSON line per approval decision
+//! (durable before the approved call runs), one per outcome, and one per
+//! call an `approval.rules` entry allowed or denied (`policy` lines, naming
+//! the rule). It names who decided, never a credential: a line holds the
+//! principal's subject, name, role and channel, the tool and a SHA-256 of
+//! its exact arguments, not the arguments themselves.
+//!
+//! Where the lines go follows the store: `data_dir/audit.jsonl` (synced
+//! after each line) with the JSON files; the `audit_log` table of the
+//! database (`postgres.rs`, each line its own committed insert) with
+//! PostgreSQL, so every replica writes to the same trail.
+
+mod postgres;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use asg_shared::{Actor, PendingApproval};
 use chrono::{DateTime, Utc};
@@ -120,11 +127,21 @@ pub fn arguments_hash(arguments: &serde_json::Map<String, Value>) -> String {
     format!("sha256:{hex}")
 }
 
-/// The append-only file.
+/// The audit trail: a file of one process, or a table shared by replicas.
 #[derive(Debug)]
 pub struct AuditLog {
-    path: PathBuf,
-    file: Mutex<File>,
+    sink: Sink,
+}
+
+#[derive(Debug)]
+enum Sink {
+    /// `data_dir/audit.jsonl`.
+    File {
+        path: PathBuf,
+        file: Arc<Mutex<File>>,
+    },
+    /// The `audit_log` table.
+    Postgres(postgres::PgAudit),
 }
 
 impl AuditLog {
@@ -140,23 +157,66 @@ impl AuditLog {
         }
         let file = options.open(&path)?;
         Ok(AuditLog {
-            path,
-            file: Mutex::new(file),
+            sink: Sink::File {
+                path,
+                file: Arc::new(Mutex::new(file)),
+            },
         })
     }
 
-    /// Appends a line and syncs it to disk before returning.
-    pub fn append(&self, line: &AuditLine<'_>) -> std::io::Result<()> {
-        let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
-        bytes.push(b'\n');
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        file.write_all(&bytes)?;
-        file.sync_data()
+    /// The `audit_log` table of the PostgreSQL store's database (migrated
+    /// with the store's schema).
+    pub fn postgres(pool: sqlx::PgPool) -> AuditLog {
+        AuditLog {
+            sink: Sink::Postgres(postgres::PgAudit::new(pool)),
+        }
     }
 
-    /// Where it is.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Appends a line; returns once it is durable (the file synced, or
+    /// the insert committed). The file is written on the blocking pool,
+    /// the insert awaited on the pool's connection: no runtime worker
+    /// waits on a disk or a database.
+    pub async fn append(&self, line: &AuditLine<'_>) -> std::io::Result<()> {
+        match &self.sink {
+            Sink::File { file, .. } => {
+                let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+                bytes.push(b'\n');
+                let file = file.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+                    file.write_all(&bytes)?;
+                    file.sync_data()
+                })
+                .await
+                .map_err(std::io::Error::other)?
+            }
+            Sink::Postgres(table) => table.append(line).await,
+        }
+    }
+
+    /// Where it is: the file, or `None` for the database table.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.sink {
+            Sink::File { path, .. } => Some(path),
+            Sink::Postgres(_) => None,
+        }
+    }
+
+    /// The lines about one conversation, in the order they were written
+    /// (for tests and tools; operators query the file or the table).
+    pub async fn lines(&self, conversation: Uuid) -> std::io::Result<Vec<Value>> {
+        match &self.sink {
+            Sink::File { path, .. } => {
+                let text = tokio::fs::read_to_string(path).await?;
+                let wanted = Value::from(conversation.to_string());
+                Ok(text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .filter(|line| line["conversation"] == wanted)
+                    .collect())
+            }
+            Sink::Postgres(table) => table.lines(conversation).await,
+        }
     }
 }
 
@@ -177,8 +237,8 @@ mod tests {
         assert!(hash(&a).starts_with("sha256:") && hash(&a).len() == 7 + 64);
     }
 
-    #[test]
-    fn lines_are_appended_as_json_and_the_file_is_private() {
+    #[tokio::test]
+    async fn lines_are_appended_as_json_and_the_file_is_private() {
         let dir = tempfile::tempdir().unwrap();
         let log = AuditLog::open(dir.path()).unwrap();
         let approval: PendingApproval = serde_json::from_value(json!({
@@ -195,10 +255,12 @@ mod tests {
         let mut line = AuditLine::about("decision", &approval, "executing");
         line.decision = Some("approved");
         line.by = Some(&actor);
-        log.append(&line).unwrap();
+        log.append(&line).await.unwrap();
         log.append(&AuditLine::about("outcome", &approval, "succeeded"))
+            .await
             .unwrap();
-        let text = std::fs::read_to_string(log.path()).unwrap();
+        let path = log.path().unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -211,8 +273,40 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(log.path()).unwrap().permissions().mode();
+            let mode = std::fs::metadata(path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn with_postgres_lines_are_rows_of_the_shared_table_in_order() {
+        let db = asg_tests::pg::TestDb::create().await;
+        let store = crate::store::PgStore::open(&db.url, 2).await.unwrap();
+        // Two replicas' logs on one database.
+        let (a, b) = (
+            AuditLog::postgres(store.pool()),
+            AuditLog::postgres(store.pool()),
+        );
+        assert!(a.path().is_none());
+        let approval: PendingApproval = serde_json::from_value(json!({
+            "uuid": Uuid::new_v4(), "conversation_id": Uuid::new_v4(),
+            "tool_name": "resources_add", "tool_args": {"name": "x"},
+            "description": "d", "created_at": Utc::now(), "call_id": "c"}))
+        .unwrap();
+        let mut decision = AuditLine::about("decision", &approval, "executing");
+        decision.decision = Some("approved");
+        a.append(&decision).await.unwrap();
+        b.append(&AuditLine::about("outcome", &approval, "succeeded"))
+            .await
+            .unwrap();
+        let other = AuditLine::policy(Uuid::new_v4(), "t", &Default::default(), "r", true);
+        a.append(&other).await.unwrap();
+        let lines = b.lines(approval.conversation_id).await.unwrap();
+        let events: Vec<&Value> = lines.iter().map(|l| &l["event"]).collect();
+        assert_eq!(events, [&json!("decision"), &json!("outcome")]);
+        // The same JSON object a line of audit.jsonl holds.
+        assert_eq!(lines[0], serde_json::to_value(&decision).unwrap());
+        assert_eq!(lines[1]["approval"], json!(approval.uuid));
+        assert!(!lines[0].to_string().contains("\"name\":\"x\""));
     }
 }

@@ -2,7 +2,10 @@
 //! model and local receivers: approval webhooks (signed, retried, never
 //! in a turn's way, no secrets in the body) and A2A push notifications
 //! (`tasks/pushNotificationConfig/*`: the callback follows the task,
-//! SSRF refusals, only the task's owner, configs kept across a restart).
+//! SSRF refusals, only the task's owner, configs kept across a restart;
+//! on PostgreSQL, configs shared by the replicas, each state notified
+//! once by the replica that changed the task, a replica's old
+//! `a2a-push.json` imported).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -340,7 +343,7 @@ async fn push_notifications_follow_the_task_until_it_completes() {
 }
 
 #[tokio::test]
-async fn a_push_watcher_ends_with_its_task_and_follows_it_again_when_continued() {
+async fn a_task_continued_after_its_final_state_is_notified_again_once_per_state() {
     let fake = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
     let (_dir, agent) = push_agent(
         "a2a_push: { allow_private_networks: true }",
@@ -353,20 +356,12 @@ async fn a_push_watcher_ends_with_its_task_and_follows_it_again_when_continued()
     let config = json!({"taskId": task, "pushNotificationConfig": push_config(&url, None)});
     rpc(&agent, "tasks/pushNotificationConfig/set", config).await;
     requests_to(&fake, "/cb", 1, Duration::from_secs(10)).await;
-    let ended = format!("task={task}");
-    let watcher_ends = |log: &str| {
-        log.lines()
-            .filter(|l| l.contains("push watcher ended") && l.contains(&ended))
-            .count()
-    };
-    assert_eq!(watcher_ends(&agent.log()), 0, "it waits for the decision");
 
     rpc(&agent, "message/send", send_params("approved", Some(&task))).await;
-    requests_to(&fake, "/cb", 2, Duration::from_secs(10)).await;
-    let log = agent.wait_log("push watcher ended").await;
-    assert_eq!(watcher_ends(&log), 1, "completed: the watcher ended\n{log}");
+    let two = requests_to(&fake, "/cb", 2, Duration::from_secs(10)).await;
+    assert_eq!(state_of(&two[1]), "completed");
 
-    // Continued after its final state: followed again, and ended again.
+    // Continued after its final state: notified again.
     let again = rpc(&agent, "message/send", send_params(ADD, Some(&task))).await;
     assert_eq!(
         again["result"]["status"]["state"], "input-required",
@@ -377,15 +372,18 @@ async fn a_push_watcher_ends_with_its_task_and_follows_it_again_when_continued()
     rpc(&agent, "message/send", send_params("approved", Some(&task))).await;
     let four = requests_to(&fake, "/cb", 4, Duration::from_secs(10)).await;
     assert_eq!(state_of(&four[3]), "completed");
-    poll(
-        "the second end of the watcher",
-        Duration::from_secs(5),
-        || {
-            let count = watcher_ends(&agent.log());
-            async move { (count == 2).then_some(()) }
-        },
-    )
-    .await;
+    // Reads change nothing: no state is sent twice.
+    rpc(&agent, "tasks/get", json!({"id": task})).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let states: Vec<String> = requests_to(&fake, "/cb", 4, Duration::from_secs(1))
+        .await
+        .iter()
+        .map(state_of)
+        .collect();
+    assert_eq!(
+        states,
+        ["input-required", "completed", "input-required", "completed"]
+    );
 }
 
 /// get, list and delete on a task with one config.
@@ -607,4 +605,124 @@ async fn only_the_owner_manages_push_configs_and_they_survive_a_restart() {
     let all = requests_to(&fake, "/alice", before + 1, Duration::from_secs(10)).await;
     assert_eq!(state_of(all.last().unwrap()), "canceled");
     drop(dir);
+}
+
+/// The configs of `task` as `agent` lists them (their ids).
+async fn listed_ids(agent: &Agent, task: &str) -> Vec<String> {
+    let method = "tasks/pushNotificationConfig/list";
+    let listed = rpc(agent, method, json!({"id": task})).await;
+    let configs = listed["result"].as_array().cloned().unwrap_or_default();
+    configs
+        .iter()
+        .map(|c| {
+            c["pushNotificationConfig"]["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replicas_share_push_configs_and_the_replica_that_changes_a_task_notifies_it_once() {
+    let fake = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
+    let db = asg_tests::pg::TestDb::create().await;
+    let (_dir, config) = config_with(
+        "agent-resources.yaml",
+        "a2a_push: { allow_private_networks: true }",
+    );
+    let on_db = || AgentOptions::with_env(&[("DATABASE_URL", db.url.as_str())]);
+    let replicas = futures::future::join_all((0..3).map(|_| Agent::start(&config, on_db()))).await;
+    let (a, b, c) = (&replicas[0], &replicas[1], &replicas[2]);
+    let sent = rpc(a, "message/send", send_params(ADD, None)).await;
+    let task = sent["result"]["id"].as_str().expect("a task").to_string();
+    let url = format!("{}/cb", fake.url);
+    let set = json!({"taskId": task, "pushNotificationConfig": push_config(&url, Some("p"))});
+    rpc(a, "tasks/pushNotificationConfig/set", set).await;
+    requests_to(&fake, "/cb", 1, Duration::from_secs(10)).await;
+    // Every replica answers alike.
+    for replica in [b, c] {
+        assert_eq!(listed_ids(replica, &task).await, ["p"]);
+        let got = rpc(
+            replica,
+            "tasks/pushNotificationConfig/get",
+            json!({"id": task, "pushNotificationConfigId": "p"}),
+        )
+        .await;
+        assert_eq!(got["result"]["pushNotificationConfig"]["url"], url, "{got}");
+    }
+
+    // Decided on B (A2A): B notifies, once.
+    let approved = rpc(b, "message/send", send_params("approved", Some(&task))).await;
+    assert_eq!(
+        approved["result"]["status"]["state"], "completed",
+        "{approved}"
+    );
+    requests_to(&fake, "/cb", 2, Duration::from_secs(10)).await;
+    // Continued on C, decided on B over REST.
+    let again = rpc(c, "message/send", send_params(ADD, Some(&task))).await;
+    assert_eq!(
+        again["result"]["status"]["state"], "input-required",
+        "{again}"
+    );
+    requests_to(&fake, "/cb", 3, Duration::from_secs(10)).await;
+    let uuid = c.conversation(&task).await["pending_approval"]["uuid"]
+        .as_str()
+        .expect("a pending approval")
+        .to_string();
+    let (status, _) = b.decide(&uuid, json!({"approved": true})).await;
+    assert_eq!(status, 200);
+    requests_to(&fake, "/cb", 4, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let states: Vec<String> = fake.requests().iter().map(state_of).collect();
+    assert_eq!(
+        states,
+        ["input-required", "completed", "input-required", "completed"],
+        "one notification per state, whichever replicas saw it"
+    );
+    // A delete on C is seen by A.
+    let delete = json!({"id": task, "pushNotificationConfigId": "p"});
+    rpc(c, "tasks/pushNotificationConfig/delete", delete).await;
+    assert!(listed_ids(a, &task).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replicas_own_push_file_is_imported_into_the_database_at_start() {
+    let fake = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
+    let db = asg_tests::pg::TestDb::create().await;
+    let (_dir, config) = config_with(
+        "agent-resources.yaml",
+        "a2a_push: { allow_private_networks: true }",
+    );
+    let on_db = || AgentOptions::with_env(&[("DATABASE_URL", db.url.as_str())]);
+    let mut a = Agent::start(&config, on_db()).await;
+    let sent = rpc(&a, "message/send", send_params(ADD, None)).await;
+    let task = sent["result"]["id"].as_str().expect("a task").to_string();
+    a.stop();
+    // What a replica kept on its disk before the configs moved.
+    let url = format!("{}/old", fake.url);
+    let mut old = push_config(&url, Some("old"));
+    old["token"] = json!("tok-old");
+    let file = json!({"tasks": {&task: {"context_id": &task, "configs": [old]}}});
+    let path = a.data_dir.join("a2a-push.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    let options = AgentOptions {
+        data_dir: Some(a.data_dir.clone()),
+        ..on_db()
+    };
+    let _a = Agent::start(&config, options).await;
+    poll("the import", Duration::from_secs(10), || {
+        let imported = !path.exists() && path.with_extension("json.imported").exists();
+        async move { imported.then_some(()) }
+    })
+    .await;
+    let b = Agent::start(&config, on_db()).await;
+    assert_eq!(listed_ids(&b, &task).await, ["old"]);
+    rpc(&b, "message/send", send_params("approved", Some(&task))).await;
+    let sent = requests_to(&fake, "/old", 1, Duration::from_secs(10)).await;
+    assert_eq!(state_of(&sent[0]), "completed");
+    assert_eq!(
+        header(&sent[0], "x-a2a-notification-token"),
+        Some("tok-old")
+    );
 }

@@ -3,7 +3,9 @@
 //! approval, an approval runs once whichever replicas the decisions hit,
 //! live events follow a turn that runs elsewhere, a replica killed in the
 //! middle of an approved call is taken over (the call reported "may have
-//! run", never re-run), and a rolling restart loses no waiting approval.
+//! run", never re-run), a rolling restart loses no waiting approval, and
+//! the audit trail of a conversation decided on two replicas is one table
+//! in the database, in order.
 
 use std::time::{Duration, Instant};
 
@@ -366,4 +368,60 @@ async fn an_a2a_task_keeps_its_clients_context_on_every_replica() {
     .await;
     assert_eq!(continued["result"]["contextId"], "ctx-lb-1", "{continued}");
     assert_eq!(continued["result"]["id"], task.as_str(), "{continued}");
+}
+
+/// The audit lines of conversation `id` in the database, in order.
+async fn audit_lines(db: &TestDb, id: &str) -> Vec<Value> {
+    use sqlx::Connection;
+    let mut connection = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    let id = uuid::Uuid::parse_str(id).unwrap();
+    sqlx::query_scalar("SELECT line FROM audit_log WHERE conversation = $1 ORDER BY id")
+        .bind(id)
+        .fetch_all(&mut connection)
+        .await
+        .expect("the audit_log table")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_audit_trail_of_a_conversation_decided_on_two_replicas_is_one_table_in_order() {
+    let db = TestDb::create().await;
+    let config = testdata("agent-resources.yaml");
+    let agents = join_all((0..2).map(|_| Agent::start(&config, on(&db, &[])))).await;
+    let (_, first) = agents[0].say_new("add resource aud-1 with value 1").await;
+    let (id, one) = (conversation_id(&first), approval_uuid(&first));
+    let (status, _) = agents[0].decide(&one, json!({"approved": true})).await;
+    assert_eq!(status, 200);
+    let (status, second) = agents[1].say(&id, "add resource aud-2 with value 2").await;
+    assert_eq!(status, 200, "{second}");
+    let two = approval_uuid(&second);
+    let rejected = json!({"approved": false, "reason": "not this one"});
+    let (status, _) = agents[1].decide(&two, rejected).await;
+    assert_eq!(status, 200);
+
+    let lines = audit_lines(&db, &id).await;
+    let seen: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .map(|l| {
+            let text = |key: &str| l[key].as_str().unwrap_or("");
+            (text("event"), text("approval"), text("outcome"))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("decision", one.as_str(), "executing"),
+            ("outcome", one.as_str(), "succeeded"),
+            ("decision", two.as_str(), "not_run"),
+            // A refused call's outcome, as in audit.jsonl.
+            ("outcome", two.as_str(), "failed"),
+        ],
+        "{lines:?}"
+    );
+    assert_eq!(lines[2]["decision"], "rejected");
+    assert_eq!(lines[2]["reason"], "not this one");
+    assert!(lines.iter().all(|l| l["conversation"] == json!(id)));
+    for agent in &agents {
+        let file = agent.data_dir.join("audit.jsonl");
+        assert!(!file.exists(), "no trail on a replica's disk: {file:?}");
+    }
 }

@@ -179,10 +179,6 @@ pub(crate) async fn prepare(
         call.ctx.session_id = conversation.session_id.clone();
     }
     let action = continue_action(&conversation, id, message, text, decision)?;
-    if let Some(push) = &call.push {
-        // A task continued after a final state has a watcher again.
-        push.follow(id).await;
-    }
     Ok((action, client_context.or(Some(known))))
 }
 

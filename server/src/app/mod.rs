@@ -55,7 +55,11 @@ impl App {
         config_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<App, StartupError> {
-        let (store, audit) = open_storage(&config, env).await?;
+        let Storage {
+            store,
+            audit,
+            database,
+        } = open_storage(&config, env).await?;
         let auth = Authenticator::from_config(&config.auth, env).map_err(StartupError)?;
         warn_if_open(&config, &auth);
         let tools = start_tools(&config).await?;
@@ -86,7 +90,7 @@ impl App {
         .await
         .map_err(|e| StartupError(e.to_string()))?;
         let tools = tools.registry;
-        let notifier = match Notifier::build(&config, &engine, env) {
+        let notifier = match Notifier::build(&config, &engine, env, database) {
             Ok(notifier) => notifier,
             Err(error) => {
                 tools.shutdown().await;
@@ -175,34 +179,46 @@ impl App {
 /// `warn` up.
 pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
-/// A loud warning when the agent listens beyond loopback with no
-/// credentials required: anyone who reaches the port can approve.
-/// The conversation store and the audit log under `data_dir` (created).
+/// Where the agent keeps its state.
+struct Storage {
+    store: Arc<dyn Store>,
+    audit: AuditLog,
+    /// The PostgreSQL store's pool (`None`: the JSON files), for the push
+    /// configs that live beside the conversations.
+    database: Option<sqlx::PgPool>,
+}
+
 /// The conversation store (PostgreSQL with `store.url` or
-/// `DATABASE_URL`, else JSON files in `data_dir`) and the audit log.
+/// `DATABASE_URL`, else JSON files in `data_dir`, created) and the audit
+/// log beside it (the database's `audit_log` table, or
+/// `data_dir/audit.jsonl`).
 async fn open_storage(
     config: &AgentConfig,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Arc<dyn Store>, AuditLog), StartupError> {
+) -> Result<Storage, StartupError> {
     let data_dir = config.data_dir.display();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| StartupError(format!("cannot create data_dir {data_dir}: {e}")))?;
-    let store: Arc<dyn Store> = match config.store.database_url(env).map_err(StartupError)? {
-        Some(url) => Arc::new(
-            PgStore::open(&url, config.store.max_connections)
-                .await
-                .map_err(|e| StartupError(e.to_string()))?,
-        ),
-        None => {
-            tracing::info!(dir = %data_dir, "using the JSON store (no store.url or DATABASE_URL)");
-            Arc::new(
-                JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?,
-            )
-        }
-    };
+    if let Some(url) = config.store.database_url(env).map_err(StartupError)? {
+        let store = PgStore::open(&url, config.store.max_connections)
+            .await
+            .map_err(|e| StartupError(e.to_string()))?;
+        let pool = store.pool();
+        return Ok(Storage {
+            store: Arc::new(store),
+            audit: AuditLog::postgres(pool.clone()),
+            database: Some(pool),
+        });
+    }
+    tracing::info!(dir = %data_dir, "using the JSON store (no store.url or DATABASE_URL)");
+    let store = JsonFileStore::open(&config.data_dir).map_err(|e| StartupError(e.to_string()))?;
     let audit = AuditLog::open(&config.data_dir)
         .map_err(|e| StartupError(format!("cannot open the audit log in {data_dir}: {e}")))?;
-    Ok((store, audit))
+    Ok(Storage {
+        store: Arc::new(store),
+        audit,
+        database: None,
+    })
 }
 
 /// What the agent can call: MCP servers, sub-agents, the catalog that
@@ -301,6 +317,8 @@ fn reserved_tool_names(config: &AgentConfig) -> Vec<String> {
         .collect()
 }
 
+/// A loud warning when the agent listens beyond loopback with no
+/// credentials required: anyone who reaches the port can approve.
 fn warn_if_open(config: &AgentConfig, auth: &Authenticator) {
     let loopback = matches!(config.host.as_str(), "localhost" | "::1" | "[::1]")
         || config.host.starts_with("127.");

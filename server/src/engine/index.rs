@@ -9,11 +9,11 @@
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock, RwLock};
 
 use asg_shared::Conversation;
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use tokio::sync::{Mutex, OwnedMutexGuard, broadcast};
+use tokio::sync::{Mutex, OwnedMutexGuard, broadcast, mpsc};
 use uuid::Uuid;
 
 /// Events buffered per conversation for slow subscribers.
@@ -163,6 +163,9 @@ impl Slot {
             std::mem::replace(&mut *guard, conversation.clone())
         };
         let changes = changes(&previous, &conversation);
+        if inbox {
+            self.inbox.saved_here(&conversation);
+        }
         if inbox && self.inbox.is_followed() {
             for change in &changes {
                 self.inbox.send_local(change.for_inbox(conversation.id));
@@ -249,6 +252,9 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
 pub(crate) struct Inbox {
     local: broadcast::Sender<InboxEvent>,
     clients: broadcast::Sender<InboxEvent>,
+    /// Every version saved here, to each follower (A2A push): never
+    /// dropped, whatever the follower's pace.
+    saved: Arc<StdMutex<Vec<mpsc::UnboundedSender<Arc<Conversation>>>>>,
 }
 
 impl Default for Inbox {
@@ -256,6 +262,7 @@ impl Default for Inbox {
         Inbox {
             local: broadcast::channel(INBOX_CAPACITY).0,
             clients: broadcast::channel(INBOX_CAPACITY).0,
+            saved: Arc::default(),
         }
     }
 }
@@ -264,6 +271,12 @@ impl Inbox {
     /// Whether anybody listens.
     fn is_followed(&self) -> bool {
         self.local.receiver_count() > 0 || self.clients.receiver_count() > 0
+    }
+
+    /// A version saved here: to the followers still there.
+    fn saved_here(&self, conversation: &Arc<Conversation>) {
+        let mut followers = self.saved.lock().unwrap_or_else(|p| p.into_inner());
+        followers.retain(|follower| follower.send(conversation.clone()).is_ok());
     }
 
     /// A change made here: to everybody.
@@ -343,6 +356,18 @@ impl ConversationIndex {
     /// what it reports to the other replicas).
     pub(crate) fn subscribe_local_inbox(&self) -> broadcast::Receiver<InboxEvent> {
         self.inbox.local.subscribe()
+    }
+
+    /// Every version this process saves from now on (not those it reads
+    /// from another replica).
+    pub(crate) fn subscribe_saved(&self) -> mpsc::UnboundedReceiver<Arc<Conversation>> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.inbox
+            .saved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(sender);
+        receiver
     }
 
     /// Sends an event to the operator inbox (none listening is fine).

@@ -285,7 +285,7 @@ impl Step<'_> {
         };
         if let Some(rule) = &decision.rule {
             tracing::info!(node = %node.name, tool = %call.name, %rule, "{}", decision.reason);
-            policy_audit(inner, self.conversation_id, &call, &decision);
+            policy_audit(inner, self.conversation_id, &call, &decision).await;
         }
         let outcome = match decision.verdict {
             Verdict::Run => calls::execute(inner, ctx, &call.name, call.arguments.clone()).await,
@@ -359,7 +359,7 @@ impl Step<'_> {
 
 /// The audit line of a call a rule allowed or denied without asking
 /// anyone (an approval a rule asked for is audited when decided).
-fn policy_audit(inner: &Inner, conversation: Uuid, call: &LlmToolCall, decision: &Decision) {
+async fn policy_audit(inner: &Inner, conversation: Uuid, call: &LlmToolCall, decision: &Decision) {
     let (Some(audit), Some(rule)) = (&inner.audit, &decision.rule) else {
         return;
     };
@@ -370,7 +370,7 @@ fn policy_audit(inner: &Inner, conversation: Uuid, call: &LlmToolCall, decision:
     };
     let line =
         crate::audit::AuditLine::policy(conversation, &call.name, &call.arguments, rule, allowed);
-    if let Err(error) = audit.append(&line) {
+    if let Err(error) = audit.append(&line).await {
         tracing::error!(%error, "cannot write the audit log");
     }
 }

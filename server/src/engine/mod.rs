@@ -190,7 +190,8 @@ pub struct EngineParts {
     pub limits: EngineLimits,
     /// Who may decide approvals.
     pub policy: DecisionPolicy,
-    /// Where decisions are recorded (`data_dir/audit.jsonl`).
+    /// Where decisions are recorded (`data_dir/audit.jsonl`, or the
+    /// database's `audit_log` table).
     pub audit: Option<Arc<AuditLog>>,
     /// When undecided approvals expire and are reminded.
     pub expiry: ExpiryPolicy,
@@ -387,13 +388,13 @@ impl Engine {
         self.inner.index.subscribe_local_inbox()
     }
 
-    /// A conversation's live events for the agent's own notifiers (A2A
-    /// push): not counted among the client streams, never refused.
-    pub async fn watch(
-        &self,
-        id: Uuid,
-    ) -> Result<tokio::sync::broadcast::Receiver<ConversationEvent>, EngineError> {
-        Ok(self.inner.slot(id).await?.subscribe())
+    /// Every version of a conversation this process saves from now on
+    /// (its turns, decisions, cancels, expiries, recoveries: each under
+    /// the conversation's claim), in order, for the agent's own notifiers
+    /// (A2A push: the replica that changes a task notifies it). Never
+    /// lags; not what other replicas save.
+    pub fn saved_here(&self) -> tokio::sync::mpsc::UnboundedReceiver<Arc<Conversation>> {
+        self.inner.index.subscribe_saved()
     }
 
     /// The tool registry.

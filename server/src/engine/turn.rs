@@ -173,7 +173,8 @@ impl<'a> Turn<'a> {
             self.requester = pending.requested_by.clone();
         }
         let approve = decision.approve;
-        self.record_decision(&pending, &decision, "decision")?;
+        self.record_decision(&pending, &decision, "decision")
+            .await?;
         let outcome = self
             .apply_decision(&mut pending, approve, decision.reason.as_deref())
             .await?;
@@ -184,7 +185,7 @@ impl<'a> Turn<'a> {
         self.ctx.bearer = None;
         let outcome = super::expiry::reword(outcome, &decision, &pending);
         let outcome = super::pin::reword(outcome, &decision);
-        self.audit_outcome(&pending, &outcome);
+        self.audit_outcome(&pending, &outcome).await;
         let (content, is_error) = match outcome {
             CallOutcome::Done { content, is_error } => (content, is_error),
             CallOutcome::Remote { agent, approval } if approve => {
@@ -380,8 +381,8 @@ impl<'a> Turn<'a> {
     }
 
     /// Records who decided on the conversation, and in the audit log
-    /// (synced) before anything runs.
-    fn record_decision(
+    /// (durable: synced, or committed) before anything runs.
+    async fn record_decision(
         &mut self,
         pending: &PendingApproval,
         decision: &Decision,
@@ -404,7 +405,7 @@ impl<'a> Turn<'a> {
             line.by = Some(&by);
             line.reason = decision.reason.as_deref();
             line.edited_arguments_sha256 = edited.as_ref().map(crate::audit::arguments_hash);
-            audit.append(&line).map_err(|e| {
+            audit.append(&line).await.map_err(|e| {
                 tracing::error!(error = %e, "cannot write the audit log; the decision is not applied");
                 EngineError::Store(format!("cannot write the audit log: {e}"))
             })?;
@@ -424,7 +425,7 @@ impl<'a> Turn<'a> {
     }
 
     /// The outcome line of a decided call in the audit log.
-    fn audit_outcome(&self, pending: &PendingApproval, outcome: &CallOutcome) {
+    async fn audit_outcome(&self, pending: &PendingApproval, outcome: &CallOutcome) {
         let Some(audit) = &self.inner.audit else {
             return;
         };
@@ -435,7 +436,8 @@ impl<'a> Turn<'a> {
             CallOutcome::Done { is_error: true, .. } => "failed",
             CallOutcome::Remote { .. } => "waiting_again",
         };
-        if let Err(error) = audit.append(&AuditLine::about("outcome", pending, word)) {
+        let line = AuditLine::about("outcome", pending, word);
+        if let Err(error) = audit.append(&line).await {
             tracing::error!(%error, "cannot write an outcome to the audit log");
         }
     }
@@ -449,7 +451,7 @@ impl<'a> Turn<'a> {
     ) -> Result<TurnOutcome, EngineError> {
         let reason = decision.reason.clone().unwrap_or_default();
         for other in self.conversation.pending().to_vec() {
-            self.record_decision(&other, decision, "decision")?;
+            self.record_decision(&other, decision, "decision").await?;
             let text = self.refuse_for_cancel(&other, &reason).await;
             self.record_result(&other, false, text, true);
         }
@@ -530,7 +532,7 @@ impl<'a> Turn<'a> {
         decision.reason = Some(reason.clone());
         let pending = self.conversation.pending().to_vec();
         for one in &pending {
-            self.record_decision(one, &decision, "cancel")?;
+            self.record_decision(one, &decision, "cancel").await?;
             let text = self.refuse_for_cancel(one, &reason).await;
             self.record_result(one, false, text, true);
         }

@@ -1,7 +1,8 @@
 //! Delivery of notifications: POSTs with retries and exponential backoff,
 //! off the turn's path. Webhook events go through a bounded queue
 //! ([`Deliveries::enqueue`]: full → dropped with a warning); A2A push
-//! watchers await [`Deliveries::send`] in their own tasks. Every delivery
+//! notifications await [`Deliveries::send`] in a sender task per task
+//! (`a2a::push::outbox`). Every delivery
 //! runs on one [`TaskTracker`], so shutdown can wait for them within a
 //! bound ([`Deliveries::shutdown`]) and then stop the rest.
 

@@ -50,17 +50,21 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    /// Reads the webhook secrets from `env` and opens the push store; an
-    /// unset or short secret is a startup error naming its field.
+    /// Reads the webhook secrets from `env` and opens the push configs
+    /// (in `database`, the PostgreSQL store's pool, else under
+    /// `data_dir`); an unset or short secret is a startup error naming its
+    /// field.
     pub fn build(
         config: &AgentConfig,
         engine: &Engine,
         env: &dyn Fn(&str) -> Option<String>,
+        database: Option<sqlx::PgPool>,
     ) -> Result<Notifier, String> {
         let webhooks = Webhook::load(&config.approval.webhooks, env)?;
         let deliveries = Deliveries::start(QUEUE_CAPACITY, CONCURRENCY, Retry::default());
         let push = PushService::open(
             &config.data_dir,
+            database,
             engine.clone(),
             config.a2a_push.clone(),
             deliveries.clone(),

@@ -104,7 +104,7 @@ pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
 
 /// `future`, or an error after [`STATEMENT_TIMEOUT`] (a half-open
 /// connection never hangs a caller).
-pub(super) async fn limited<T>(
+pub(crate) async fn limited<T>(
     future: impl std::future::Future<Output = Result<T, sqlx::Error>>,
 ) -> Result<T, sqlx::Error> {
     tokio::time::timeout(STATEMENT_TIMEOUT, future)
@@ -139,6 +139,12 @@ impl PgStore {
             quarantined: Default::default(),
             me: Uuid::new_v4(),
         })
+    }
+
+    /// The store's connection pool, for the tables that live beside the
+    /// conversations (the audit trail, the A2A push configs).
+    pub fn pool(&self) -> PgPool {
+        self.pool.clone()
     }
 
     /// Runs `future` on the runtime from a blocking thread (the engine

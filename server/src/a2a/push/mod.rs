@@ -6,28 +6,40 @@
 //! token) and, for `authentication: {schemes: ["Bearer"], credentials}`,
 //! `Authorization: Bearer <credentials>`.
 //!
-//! One watcher task per task with configs follows the conversation's
-//! events (an unlimited engine receiver), re-reads the saved snapshot and
-//! sends when the state (or the approval / answer it is about) changed.
-//! Callback URLs pass `notify::ssrf` when set (a host that does not
-//! resolve yet is accepted with a warning) and before every attempt;
-//! delivery retries with backoff (`notify::deliver`).
+//! The configs live where the conversations do (`store.rs`: the
+//! database's `a2a_push` table, shared by the replicas, or
+//! `data_dir/a2a-push.json`). **The replica that changes a task notifies
+//! it:** every version this process saves (`Engine::saved_here`: its
+//! turns, decisions, cancels, expiries and recoveries, each under the
+//! conversation's claim) goes to one dispatcher, which, for a notable
+//! state, moves the task's notified mark in the store
+//! (`PushStore::mark_notified`, atomic) and sends only when it moved it:
+//! each state is sent once, whichever replica saved it or saw it, and
+//! never after a newer one. No replica follows another's changes for
+//! this. Deliveries of one task go out in order (`Outbox`). Callback URLs
+//! pass `notify::ssrf` when set (a host that does not resolve yet is
+//! accepted with a warning) and before every attempt; delivery retries
+//! with backoff (`notify::deliver`).
 
+mod outbox;
+mod pg_store;
 pub mod store;
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use asg_shared::Conversation;
 use asg_shared::a2a::{PushNotificationConfig, Task, TaskState};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc::UnboundedReceiver;
 use uuid::Uuid;
 
 use super::mapping;
 use crate::engine::Engine;
 use crate::notify::deliver::{Deliveries, Outgoing, shown};
 use crate::notify::{A2aPushConfig, ssrf};
-use store::PushStore;
+use outbox::Outbox;
+use pg_store::PgPushStore;
+use store::{FilePushStore, Notified, PushStore};
 
 /// Most configs per task.
 pub const MAX_CONFIGS_PER_TASK: usize = 10;
@@ -36,17 +48,7 @@ const MAX_URL: usize = 2048;
 /// Longest token, credentials or config id.
 const MAX_FIELD: usize = 1024;
 
-/// When a watcher starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Start {
-    /// Now: a task already final needs none.
-    Now,
-    /// Before a turn continues the task: it follows that turn whatever
-    /// the state is now.
-    BeforeATurn,
-}
-
-/// The push registrations and their watchers; cheap to clone.
+/// The push registrations and their dispatcher; cheap to clone.
 #[derive(Clone)]
 pub struct PushService {
     inner: Arc<Inner>,
@@ -57,8 +59,13 @@ struct Inner {
     policy: Arc<ssrf::Policy>,
     deliveries: Deliveries,
     store: PushStore,
-    /// Tasks with a running watcher.
-    watching: Mutex<HashSet<Uuid>>,
+    outbox: Outbox,
+    /// The versions this process saves, from the build on; taken by
+    /// [`PushService::start`].
+    saved: Mutex<Option<UnboundedReceiver<Arc<Conversation>>>>,
+    /// With PostgreSQL, the `data_dir` whose `a2a-push.json` (from before
+    /// the configs moved to the database) `start` imports.
+    import_from: Option<std::path::PathBuf>,
 }
 
 /// What a state is worth a notification.
@@ -76,10 +83,20 @@ pub fn notable(state: TaskState) -> bool {
 
 /// What a notification is about: the state and the status message (the
 /// approval asked for, the answer given), so two approvals in a row or
-/// two answers in a row are two notifications.
-fn fingerprint(task: &Task) -> (TaskState, Option<String>) {
-    let message = task.status.message.as_ref().map(|m| m.message_id.clone());
-    (task.status.state, message)
+/// two answers in a row are two notifications; and how many messages
+/// that version had (its place among the conversation's versions).
+fn fingerprint(conversation: &Conversation) -> (TaskState, Notified) {
+    let at = mapping::TaskRef {
+        task_id: conversation.id.to_string(),
+        context_id: String::new(),
+    };
+    let status = mapping::status(conversation, &at);
+    let notified = Notified {
+        state: status.state.as_str().to_string(),
+        message: status.message.map(|m| m.message_id),
+        messages: i64::try_from(conversation.messages.len()).unwrap_or(i64::MAX),
+    };
+    (status.state, notified)
 }
 
 /// The config as the A2A methods return it: the credentials are
@@ -159,34 +176,107 @@ pub fn outgoing(
 }
 
 impl PushService {
-    /// Opens the store under `data_dir`.
+    /// Opens the configs: the database's `a2a_push` table when `database`
+    /// is the PostgreSQL store's pool, else `data_dir/a2a-push.json`; and
+    /// follows what this process saves from now on.
     pub fn open(
         data_dir: &Path,
+        database: Option<sqlx::PgPool>,
         engine: Engine,
         policy: A2aPushConfig,
         deliveries: Deliveries,
     ) -> Result<PushService, String> {
-        let store = PushStore::open(data_dir).map_err(|e| {
-            format!(
-                "cannot open {}: {e}",
-                data_dir.join(store::FILE_NAME).display()
-            )
-        })?;
+        let import_from = database.as_ref().map(|_| data_dir.to_path_buf());
+        let store = match database {
+            Some(pool) => PushStore::Postgres(PgPushStore::new(pool)),
+            None => PushStore::File(Arc::new(FilePushStore::open(data_dir).map_err(|e| {
+                format!(
+                    "cannot open {}: {e}",
+                    data_dir.join(store::FILE_NAME).display()
+                )
+            })?)),
+        };
+        let saved = engine.saved_here();
         Ok(PushService {
             inner: Arc::new(Inner {
                 engine,
                 policy: Arc::new(ssrf::Policy::from(policy)),
+                outbox: Outbox::new(deliveries.clone()),
                 deliveries,
                 store,
-                watching: Mutex::default(),
+                saved: Mutex::new(Some(saved)),
+                import_from,
             }),
         })
     }
 
-    /// Starts the watchers of the stored registrations.
+    /// Starts notifying the changes this process makes (once), after
+    /// importing a replica's own `a2a-push.json` into the database.
     pub async fn start(&self) {
-        for task in self.inner.store.tasks() {
-            self.ensure_watcher(task).await;
+        if let Some(data_dir) = &self.inner.import_from {
+            self.import(data_dir).await;
+        }
+        let saved = self
+            .inner
+            .saved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(saved) = saved {
+            let service = self.clone();
+            self.inner.deliveries.spawn(service.dispatch(saved));
+        }
+    }
+
+    /// Moves the configs this replica kept in `data_dir/a2a-push.json`
+    /// before they lived in the database into the table (merged by config
+    /// id, within the per-task limit), then renames the file
+    /// `a2a-push.json.imported`; on an error the file stays for the next
+    /// start.
+    async fn import(&self, data_dir: &Path) {
+        if !data_dir.join(store::FILE_NAME).exists() {
+            return;
+        }
+        let file = match FilePushStore::open(data_dir) {
+            Ok(file) => file,
+            Err(error) => {
+                tracing::error!(%error, "cannot read a2a-push.json to import it into the database");
+                return;
+            }
+        };
+        let mut failed = 0;
+        let tasks = file.tasks();
+        for task in &tasks {
+            let Some(old) = file.task(*task) else {
+                continue;
+            };
+            let now = self.inner.engine.get(*task).await.ok().flatten();
+            let seen = now.as_deref().map(|c| fingerprint(c).1);
+            let merged = self.inner.store.update(*task, move |entry| {
+                if entry.configs.is_empty() {
+                    entry.context_id = old.context_id;
+                    entry.notified = seen;
+                }
+                for config in old.configs {
+                    let known = entry.configs.iter().any(|c| c.id == config.id);
+                    if !known && entry.configs.len() < MAX_CONFIGS_PER_TASK {
+                        entry.configs.push(config);
+                    }
+                }
+                Ok(())
+            });
+            failed += usize::from(merged.await.is_err());
+        }
+        let path = data_dir.join(store::FILE_NAME);
+        let done = path.with_extension("json.imported");
+        if failed == 0 && std::fs::rename(&path, &done).is_ok() {
+            tracing::info!(tasks = tasks.len(), moved_to = %done.display(), "A2A push configs imported into the database");
+        } else {
+            tracing::error!(
+                tasks = tasks.len(),
+                failed,
+                "A2A push configs not all imported into the database; a2a-push.json is kept and imported again at the next start"
+            );
         }
     }
 
@@ -204,7 +294,8 @@ impl PushService {
     /// Registers (or replaces, by id) a config for `task` after checking
     /// it; without an id it takes the task id. The callback gets the
     /// task's current state at once when that state is worth a
-    /// notification. Returns the config as stored (credentials hidden).
+    /// notification; a task's first config marks that state notified.
+    /// Returns the config as stored (credentials hidden).
     pub async fn set(
         &self,
         task: Uuid,
@@ -215,198 +306,119 @@ impl PushService {
         if config.id.is_none() {
             config.id = Some(task.to_string());
         }
-        let stored = config.clone();
-        self.inner.store.update(task, |entry| {
-            if entry.context_id.is_empty() {
-                entry.context_id = context_id.to_string();
-            }
-            entry.configs.retain(|c| c.id != stored.id);
-            if entry.configs.len() >= MAX_CONFIGS_PER_TASK {
-                return Err(format!(
-                    "task {task} already has {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
-                ));
-            }
-            entry.configs.push(stored);
-            Ok(())
-        })?;
-        self.ensure_watcher(task).await;
-        if let Some(now) = self.current(task).await
-            && notable(now.status.state)
+        let now = self.inner.engine.get(task).await.ok().flatten();
+        let seen = now.as_deref().map(|c| fingerprint(c).1);
+        let (stored, context) = (config.clone(), context_id.to_string());
+        let context = self
+            .inner
+            .store
+            .update(task, move |entry| {
+                if entry.configs.is_empty() {
+                    entry.context_id = context;
+                    entry.notified = seen;
+                }
+                entry.configs.retain(|c| c.id != stored.id);
+                if entry.configs.len() >= MAX_CONFIGS_PER_TASK {
+                    return Err(format!(
+                        "task {task} already has {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
+                    ));
+                }
+                entry.configs.push(stored);
+                Ok(entry.context_id.clone())
+            })
+            .await?;
+        if let Some(now) = now
+            && notable(mapping::task_state(&now))
         {
-            let job = outgoing(&config, &now, &self.inner.policy);
-            let deliveries = self.inner.deliveries.clone();
-            self.inner.deliveries.spawn(async move {
-                deliveries.send(&job).await;
-            });
+            let current = mapping::to_task(&now, &context, None);
+            let job = outgoing(&config, &current, &self.inner.policy);
+            self.inner.outbox.post(task, vec![job]);
         }
         Ok(public(&config))
     }
 
     /// One config of a task (`None`: the first one).
-    pub fn get(&self, task: Uuid, id: Option<&str>) -> Option<PushNotificationConfig> {
-        let entry = self.inner.store.task(task)?;
-        entry
-            .configs
-            .iter()
-            .find(|c| id.is_none() || c.id.as_deref() == id)
-            .map(public)
+    pub async fn get(
+        &self,
+        task: Uuid,
+        id: Option<&str>,
+    ) -> Result<Option<PushNotificationConfig>, String> {
+        let entry = self.inner.store.task(task).await?;
+        Ok(entry.and_then(|entry| {
+            entry
+                .configs
+                .iter()
+                .find(|c| id.is_none() || c.id.as_deref() == id)
+                .map(public)
+        }))
     }
 
     /// Every config of a task.
-    pub fn list(&self, task: Uuid) -> Vec<PushNotificationConfig> {
-        self.inner
-            .store
-            .task(task)
+    pub async fn list(&self, task: Uuid) -> Result<Vec<PushNotificationConfig>, String> {
+        let entry = self.inner.store.task(task).await?;
+        Ok(entry
             .map(|entry| entry.configs.iter().map(public).collect())
-            .unwrap_or_default()
+            .unwrap_or_default())
     }
 
     /// Removes a config; false when there was none with that id.
-    pub fn delete(&self, task: Uuid, id: &str) -> Result<bool, String> {
-        if self.inner.store.task(task).is_none() {
+    pub async fn delete(&self, task: Uuid, id: &str) -> Result<bool, String> {
+        if self.inner.store.task(task).await?.is_none() {
             return Ok(false);
         }
-        self.inner.store.update(task, |entry| {
-            let before = entry.configs.len();
-            entry.configs.retain(|c| c.id.as_deref() != Some(id));
-            Ok(entry.configs.len() != before)
-        })
-    }
-
-    /// The task as `tasks/get` shows it, from the saved snapshot.
-    async fn current(&self, task: Uuid) -> Option<Task> {
-        self.read(task).await.ok().flatten()
-    }
-
-    /// The task as `tasks/get` shows it (`None`: no such task), or the
-    /// store's error (the task may well exist: the watcher goes on).
-    async fn read(&self, task: Uuid) -> Result<Option<Task>, crate::engine::EngineError> {
-        let Some(conversation) = self.inner.engine.get(task).await? else {
-            return Ok(None);
-        };
-        let context = self
-            .inner
-            .store
-            .task(task)
-            .map(|t| t.context_id)
-            .filter(|c| !c.is_empty())
-            .unwrap_or_else(|| task.to_string());
-        Ok(Some(mapping::to_task(&conversation, &context, None)))
-    }
-
-    /// Watches `task` again when it has configs (a task continued after
-    /// its watcher ended with a final state).
-    pub async fn follow(&self, task: Uuid) {
-        if self.inner.store.task(task).is_some() {
-            self.watch_from(task, Start::BeforeATurn).await;
-        }
-    }
-
-    async fn ensure_watcher(&self, task: Uuid) {
-        self.watch_from(task, Start::Now).await;
-    }
-
-    async fn watch_from(&self, task: Uuid, start: Start) {
-        let Ok(events) = self.inner.engine.watch(task).await else {
-            return;
-        };
-        let mut watching = self
-            .inner
-            .watching
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if !watching.insert(task) {
-            return;
-        }
-        let service = self.clone();
+        let id = id.to_string();
         self.inner
-            .deliveries
-            .spawn(async move { service.watch(task, events, start).await });
+            .store
+            .update(task, move |entry| {
+                let before = entry.configs.len();
+                entry
+                    .configs
+                    .retain(|c| c.id.as_deref() != Some(id.as_str()));
+                Ok(entry.configs.len() != before)
+            })
+            .await
     }
 
-    /// Follows one task until it is closed, loses its configs, or the
-    /// agent shuts down.
-    async fn watch(
-        self,
-        task: Uuid,
-        mut events: tokio::sync::broadcast::Receiver<asg_shared::events::ConversationEvent>,
-        start: Start,
-    ) {
-        let mut last = self.current(task).await.map(|t| fingerprint(&t));
-        if start == Start::Now && self.done(task).await {
-            return; // already final: nothing more will change
-        }
+    /// Notifies the versions this process saves, in order, until shutdown
+    /// (what was saved before it started is still looked at).
+    async fn dispatch(self, mut saved: UnboundedReceiver<Arc<Conversation>>) {
         loop {
-            let received = tokio::select! {
-                received = events.recv() => received,
-                () = self.inner.deliveries.closing() => Err(RecvError::Closed),
+            let next = tokio::select! {
+                biased;
+                next = saved.recv() => next,
+                () = self.inner.deliveries.closing() => saved.try_recv().ok(),
             };
-            if let Err(RecvError::Closed) = received {
-                break;
-            }
-            let now = match self.read(task).await {
-                Ok(Some(now)) => now,
-                Ok(None) => break,
-                Err(error) => {
-                    // The store is away: the task is still there.
-                    tracing::warn!(%task, %error, "cannot read a task for its push notifications; waiting for its next change");
-                    continue;
-                }
-            };
-            let seen = Some(fingerprint(&now));
-            if seen != last {
-                last = seen;
-                if notable(now.status.state) {
-                    self.notify(task, &now).await;
-                }
-            }
-            if self.done(task).await {
+            let Some(conversation) = next else {
                 return;
-            }
-        }
-        self.forget(task);
-    }
-
-    async fn notify(&self, task: Uuid, now: &Task) {
-        let configs = self.inner.store.task(task).map(|t| t.configs);
-        for config in configs.unwrap_or_default() {
-            let job = outgoing(&config, now, &self.inner.policy);
-            self.inner.deliveries.send(&job).await;
+            };
+            self.on_saved(&conversation).await;
         }
     }
 
-    /// Ends the watcher (true) when the task reached a final state (as
-    /// A2A reports it: completed, failed, canceled, rejected) and no turn
-    /// runs on it, or it has no configs; under the lock `set` and
-    /// `follow` take to start one, so none is missed. A task continued
-    /// later gets a new watcher (`follow`).
-    async fn done(&self, task: Uuid) -> bool {
-        let current = match self.inner.engine.get(task).await {
-            Ok(current) => current,
-            Err(_) => return false, // the store is away: not closed
+    /// One saved version: a notable state that is news for a task with
+    /// configs is sent to each of them, by this process only (the store's
+    /// mark moved here).
+    async fn on_saved(&self, conversation: &Conversation) {
+        let (state, seen) = fingerprint(conversation);
+        if !notable(state) {
+            return;
+        }
+        let task = conversation.id;
+        // A store error is logged by the store; the state is not sent.
+        let Ok(Some(entry)) = self.inner.store.mark_notified(task, &seen).await else {
+            return;
         };
-        let running = self.inner.engine.is_running(task).await;
-        let mut watching = self
-            .inner
-            .watching
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let finished = current.is_none_or(|c| mapping::task_state(&c).is_terminal()) && !running;
-        if finished || self.inner.store.task(task).is_none() {
-            watching.remove(&task);
-            tracing::info!(%task, "push watcher ended: the task reached a final state or has no configs");
-            return true;
-        }
-        false
-    }
-
-    fn forget(&self, task: Uuid) {
-        let mut watching = self
-            .inner
-            .watching
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        watching.remove(&task);
+        let context = match entry.context_id.as_str() {
+            "" => mapping::context_of(conversation),
+            known => known.to_string(),
+        };
+        let now = mapping::to_task(conversation, &context, None);
+        let jobs = entry
+            .configs
+            .iter()
+            .map(|config| outgoing(config, &now, &self.inner.policy))
+            .collect();
+        self.inner.outbox.post(task, jobs);
     }
 }
 

@@ -105,7 +105,8 @@ async fn get(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     let params = query(params)?;
     let (id, conversation) = owned_task(call, &params.id).await?;
     let wanted = params.push_notification_config_id.as_deref();
-    let config = service.get(id, wanted).ok_or_else(|| {
+    let config = service.get(id, wanted).await.map_err(refused)?;
+    let config = config.ok_or_else(|| {
         RpcError::invalid_params(match wanted {
             Some(name) => format!("task {id} has no push notification config {name:?}"),
             None => format!("task {id} has no push notification config"),
@@ -119,6 +120,8 @@ async fn list(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     let (id, conversation) = owned_task(call, &params.id).await?;
     let configs: Vec<TaskPushNotificationConfig> = service
         .list(id)
+        .await
+        .map_err(refused)?
         .into_iter()
         .map(|c| with_task(id, c))
         .collect();
@@ -131,7 +134,7 @@ async fn delete(call: &Call, service: &PushService, params: Value) -> PushAnswer
     let name = params
         .push_notification_config_id
         .ok_or_else(|| RpcError::invalid_params("params.pushNotificationConfigId is required"))?;
-    if !service.delete(id, &name).map_err(refused)? {
+    if !service.delete(id, &name).await.map_err(refused)? {
         return Err(RpcError::invalid_params(format!(
             "task {id} has no push notification config {name:?}"
         )));
