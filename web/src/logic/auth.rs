@@ -85,14 +85,26 @@ pub fn roles_label(me: &Me) -> String {
     }
 }
 
+/// A subject as a person reads it: a provider token's
+/// `oidc:<issuer>#<sub>` is its `sub` (the issuer is the one the agent
+/// trusts); `key:<name>`, `anonymous` and `system:*` stay as they are.
+pub fn short_subject(subject: &str) -> &str {
+    match subject
+        .strip_prefix("oidc:")
+        .and_then(|rest| rest.rsplit_once('#'))
+    {
+        Some((_, sub)) if !sub.is_empty() => sub,
+        _ => subject,
+    }
+}
+
 /// An actor as a person reads it: `Alice Approver (alice)`, plus the role
 /// used and the channel when recorded: `Alice Approver (alice) · approver · via web`.
 pub fn actor_label(actor: &Actor) -> String {
+    let subject = short_subject(&actor.subject);
     let mut label = match actor.name.as_deref().map(str::trim) {
-        Some(name) if !name.is_empty() && name != actor.subject => {
-            format!("{name} ({})", actor.subject)
-        }
-        _ => actor.subject.clone(),
+        Some(name) if !name.is_empty() && name != subject => format!("{name} ({subject})"),
+        _ => subject.to_string(),
     };
     if let Some(role) = actor.role.as_deref().filter(|r| !r.is_empty()) {
         label.push_str(&format!(" · {role}"));
@@ -313,5 +325,21 @@ mod tests {
             message: "  ".into(),
         };
         assert_eq!(Resend::from_storage(&empty.to_storage()), None);
+    }
+
+    #[test]
+    fn a_providers_subject_reads_as_its_sub() {
+        assert_eq!(short_subject("oidc:https://idp.example.com#alice"), "alice");
+        assert_eq!(short_subject("oidc:http://127.0.0.1:9/x#a#b"), "b");
+        assert_eq!(short_subject("key:ops-bot"), "key:ops-bot");
+        assert_eq!(short_subject("system:expiry"), "system:expiry");
+        assert_eq!(short_subject("oidc:broken"), "oidc:broken");
+        let named = Actor {
+            subject: "oidc:https://idp.example.com#alice".into(),
+            name: Some("Alice Approver".into()),
+            role: None,
+            via: None,
+        };
+        assert_eq!(actor_label(&named), "Alice Approver (alice)");
     }
 }
