@@ -6,6 +6,8 @@
 //!   (`approval.rules`, the tool's gate, the node's place, grants).
 //! - [`choice`]: an approver's extras (edited arguments, remember).
 //! - [`lifecycle`]: the approval state machine over a conversation.
+//! - [`transition`]: the lifecycle as one transition function: a command
+//!   in, the conversation after it and the effects to carry out out.
 //! - [`gate`]: the one authorization of every command a door brings
 //!   (send, read, decide, cancel, revoke), judged from the principal, the
 //!   conversation and the rule that raised the approval.
@@ -23,3 +25,4 @@ pub mod lifecycle;
 pub mod principal;
 pub mod rule_config;
 pub mod rules;
+pub mod transition;

@@ -12,7 +12,7 @@
 //!   `remind_at` passed, recording `reminded` first (once, restarts
 //!   included);
 //! - rejects an approval whose `expires_at` passed through the same
-//!   decision path as a human rejection (`Turn::run_decision`: the call is
+//!   decision path as a human rejection (the core's `Expire` transition: the call is
 //!   not run, a proxy approval is rejected on the sub-agent, the audit log
 //!   and the conversation record it), decided by [`expiry_actor`]. Under
 //!   the conversation lock and only while the approval is still pending,
@@ -35,13 +35,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-use super::calls::CallOutcome;
 use super::index::Slot;
-use super::turn::{Decision, Turn};
-use super::{Engine, EngineError, Inner, TurnOutcome, approval, settle};
-use crate::config::{ApprovalConfig, format_secs};
+use super::turn::Turn;
+use super::{Engine, EngineError, Inner, TurnOutcome, approval, settle, transition};
+use crate::config::ApprovalConfig;
 use crate::context::RequestContext;
-use approval::DecidedBy;
+use transition::Who;
 
 /// Longest sleep between two passes (a safety net: raised approvals wake
 /// the task, and wall-clock jumps are caught up within this).
@@ -196,50 +195,6 @@ pub(crate) fn due(approval: &PendingApproval, now: DateTime<Utc>) -> Due {
     }
 }
 
-/// How long `approval` was allowed to wait (`24h`), from its deadline.
-fn allowed_wait(approval: &PendingApproval) -> String {
-    let secs = approval
-        .expires_at
-        .map(|at| (at - approval.created_at).num_seconds().max(0))
-        .unwrap_or_default();
-    format_secs(secs.unsigned_abs())
-}
-
-/// What the model is told about an expired call.
-pub fn expired_text(approval: &PendingApproval) -> String {
-    format!(
-        "The approval expired after {} without a decision; the call was not run.",
-        allowed_wait(approval)
-    )
-}
-
-/// The outcome of a rejection as the model reads it: the expiry's own
-/// words in place of "rejected by the user" (a sub-agent's answer to the
-/// forwarded rejection is kept after them). Other decisions unchanged.
-pub(crate) fn reword(
-    outcome: CallOutcome,
-    decision: &Decision,
-    pending: &PendingApproval,
-) -> CallOutcome {
-    if decision.approve || decision.by != DecidedBy::Expiry {
-        return outcome;
-    }
-    let told = expired_text(pending);
-    let content = match (outcome, pending.remote_agent_name.as_deref()) {
-        (CallOutcome::Remote { agent, .. }, _) => {
-            format!("{told} {agent} still asks for an approval.")
-        }
-        (CallOutcome::Done { content, .. }, Some(agent)) => {
-            format!("{told} The rejection was forwarded to {agent}: {content}")
-        }
-        (CallOutcome::Done { .. }, None) => told,
-    };
-    CallOutcome::Done {
-        content,
-        is_error: true,
-    }
-}
-
 impl Engine {
     /// Starts the background task (at engine start).
     pub(crate) fn start_expiry(&self) {
@@ -379,27 +334,20 @@ async fn expire_turn(
     uuid: Uuid,
 ) -> Result<TurnOutcome, EngineError> {
     let conversation = approval::turn_start(&slot.snapshot());
-    let pending = approval::resolvable(&conversation, uuid)
-        .filter(|p| due(p, Utc::now()) == Due::Expire)
-        .cloned();
-    let Some(pending) = pending else {
-        return Err(EngineError::AlreadyResolved {
+    let command = transition::Command::Expire { uuid };
+    let transition = inner
+        .with_facts(|facts| transition::apply(&conversation, Who::System, command, facts))
+        .map_err(|_| EngineError::AlreadyResolved {
             uuid,
             conversation: slot.snapshot(),
-        });
-    };
-    tracing::info!(approval = %uuid, tool = %pending.tool_name, "approval expired; rejecting it");
+        })?;
+    let requested_by = conversation
+        .pending_by_uuid(uuid)
+        .and_then(|p| p.requested_by.clone());
+    tracing::info!(approval = %uuid, "approval expired; rejecting it");
     slot.emit(ConversationEvent::TurnStarted);
-    let decision = Decision {
-        approve: false,
-        reason: Some(format!(
-            "expired after {} without a decision",
-            allowed_wait(&pending)
-        )),
-        by: DecidedBy::Expiry,
-    };
     let turn = Turn::new(inner.clone(), slot, conversation, &system_context());
-    let result = turn.run_decision(pending, decision).await;
+    let result = turn.on_behalf_of(requested_by).drive(transition).await;
     settle(inner, slot, result).await
 }
 

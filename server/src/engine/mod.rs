@@ -55,7 +55,7 @@ use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
 use crate::store::Store;
-pub use asg_core::{choice, decide, rules};
+pub use asg_core::{choice, decide, rules, transition};
 use catalog::{LiveCatalog, ToolCatalog};
 pub use choice::Choice;
 
@@ -65,12 +65,12 @@ pub use llm_node::EXIT_LOOP_TOOL;
 pub use page::PageRequest;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
-use crate::auth::policy::{self, ReadScope};
+use crate::auth::policy::ReadScope;
 pub use asg_core::gate::Command;
 use asg_core::gate::{self, Permit, Refusal};
 use index::{ConversationIndex, Slot, SubscriberLimits};
 pub use index::{SubscribersFull, Subscription};
-use turn::{Decision, Turn};
+use turn::Turn;
 
 /// What a turn produced, as the API reports it.
 #[derive(Debug, Clone)]
@@ -641,17 +641,30 @@ async fn create_turn(
     };
     let slot = inner.index.insert_new(conversation.clone());
     let claim = inner.claim(&slot).await?;
-    let mut turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
     let outcome = match message {
-        None => turn.save().await.map(|()| turn.outcome(String::new())),
-        Some(text) => {
-            slot.emit(ConversationEvent::TurnStarted);
-            let result = turn.run_user_message(text).await;
-            settle(&inner, &slot, result).await
+        None => {
+            let mut turn = Turn::new(inner.clone(), &slot, conversation, &ctx);
+            turn.save().await.map(|()| turn.outcome(String::new()))
         }
+        Some(text) => first_message(&inner, &slot, &ctx, conversation, &text).await,
     };
     claim.release().await;
     outcome
+}
+
+/// The creator's first message, through the core's send transition.
+async fn first_message(
+    inner: &Arc<Inner>,
+    slot: &Arc<Slot>,
+    ctx: &RequestContext,
+    conversation: Conversation,
+    text: &str,
+) -> Result<TurnOutcome, EngineError> {
+    let transition = inner.apply(ctx, &conversation, transition::Command::Send { text })?;
+    slot.emit(ConversationEvent::TurnStarted);
+    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
+    let result = turn.drive(transition).await;
+    settle(inner, slot, result).await
 }
 
 async fn send_turn(
@@ -672,10 +685,14 @@ async fn send_claimed(
     text: String,
 ) -> Result<TurnOutcome, EngineError> {
     let conversation = approval::turn_start(&slot.snapshot());
-    inner.authorize(ctx, &conversation, Command::Send)?;
+    let transition = inner.apply(
+        ctx,
+        &conversation,
+        transition::Command::Send { text: &text },
+    )?;
     slot.emit(ConversationEvent::TurnStarted);
     let turn = Turn::new(inner.clone(), slot, conversation, ctx);
-    let result = turn.run_user_message(text).await;
+    let result = turn.drive(transition).await;
     settle(inner, slot, result).await
 }
 
@@ -710,15 +727,10 @@ async fn cancel_turn(
     reason: Option<String>,
 ) -> Result<TurnOutcome, EngineError> {
     let conversation = approval::turn_start(&slot.snapshot());
-    inner.authorize(ctx, &conversation, Command::Cancel)?;
-    let by = policy::actor(&ctx.caller(), None, ctx.via);
+    let reason = reason.as_deref();
+    let transition = inner.apply(ctx, &conversation, transition::Command::Cancel { reason })?;
     let turn = Turn::new(inner.clone(), slot, conversation, ctx);
-    let decision = Decision {
-        approve: false,
-        reason,
-        by: approval::DecidedBy::Person(by),
-    };
-    let result = turn.cancel(decision).await;
+    let result = turn.drive(transition).await;
     settle(inner, slot, result).await
 }
 
@@ -757,15 +769,19 @@ async fn decide_claimed(
     let tool = conversation
         .pending_by_uuid(uuid)
         .and_then(|p| inner.tool(&p.tool_name));
-    let command = Command::Decide(gate::Decide {
+    let request = gate::Decide {
         uuid,
         approve,
         choice: &choice,
         tool: tool.as_ref(),
         gated: tool.as_ref().map(|t| t.destructive_hint),
-    });
-    let permit = inner
-        .authorize(ctx, &conversation, command)
+    };
+    let command = transition::Command::Decide {
+        request,
+        reason: reason.as_deref(),
+    };
+    let transition = inner
+        .apply(ctx, &conversation, command)
         .map_err(|error| match error {
             EngineError::ConversationNotFound(_) => EngineError::ApprovalNotFound(uuid),
             EngineError::AlreadyResolved { .. } => EngineError::AlreadyResolved {
@@ -774,21 +790,12 @@ async fn decide_claimed(
             },
             other => other,
         })?;
-    let Permit::Decide { pending, role } = permit else {
-        return Err(EngineError::Internal(
-            "the gate did not permit a decision".into(),
-        ));
-    };
-    let decided_by = policy::actor(&ctx.caller(), Some(role), ctx.via);
+    let requested_by = conversation
+        .pending_by_uuid(uuid)
+        .and_then(|p| p.requested_by.clone());
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
-    let decision = Decision {
-        approve,
-        reason,
-        by: approval::DecidedBy::Person(decided_by),
-    };
-    let decision = inner.pinned(&pending, decision);
-    let result = turn.run_decision_with(*pending, decision, choice).await;
+    let turn = Turn::new(inner.clone(), slot, conversation, ctx).on_behalf_of(requested_by);
+    let result = turn.drive(transition).await;
     settle(inner, slot, result).await
 }
 
@@ -806,6 +813,45 @@ impl Inner {
             separate_approver: self.policy.separate_approver,
         };
         gate::authorize(&ctx.caller(), conversation, command, policy)
+            .map_err(|refusal| refused(refusal, conversation))
+    }
+}
+
+impl Inner {
+    /// What the core's transitions are judged with, handed to `f`.
+    pub(crate) fn with_facts<R>(&self, f: impl FnOnce(&transition::Facts<'_>) -> R) -> R {
+        let changed = |pending: &PendingApproval| self.config_changed(pending);
+        let on_change = match self.pinning.on_change {
+            crate::config::OnConfigChange::Refuse => transition::OnChange::Refuse,
+            crate::config::OnConfigChange::Resume => transition::OnChange::Resume,
+        };
+        let facts = transition::Facts {
+            policy: gate::Policy {
+                rules: &self.rules,
+                separate_approver: self.policy.separate_approver,
+            },
+            on_change,
+            changed: &changed,
+            root: self.tree.root.name(),
+            now: Utc::now(),
+        };
+        f(&facts)
+    }
+
+    /// The core's transition for `command` brought by the request's
+    /// caller on `conversation`, or its refusal as the engine's error.
+    fn apply(
+        &self,
+        ctx: &RequestContext,
+        conversation: &Conversation,
+        command: transition::Command<'_>,
+    ) -> Result<transition::Transition, EngineError> {
+        let principal = ctx.caller();
+        let who = transition::Who::Person {
+            principal: &principal,
+            via: ctx.via,
+        };
+        self.with_facts(|facts| transition::apply(conversation, who, command, facts))
             .map_err(|refusal| refused(refusal, conversation))
     }
 }

@@ -13,13 +13,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Inner;
-use super::calls::CallOutcome;
-use super::turn::Decision;
 use crate::config::{AgentConfig, NodeConfig, OnConfigChange};
 
 /// Who refuses a decision whose run's configuration changed.
 pub use super::approval::CONFIG_SUBJECT;
-use super::approval::DecidedBy;
 
 /// What pinning needs: the running configuration's description and the
 /// policy.
@@ -58,51 +55,6 @@ impl Inner {
             .config_hash
             .as_ref()
             .is_some_and(|pinned| *pinned != self.config_hash(pending))
-    }
-
-    /// A decision on `pending` as `approval.on_config_change` has it: an
-    /// approval of a run whose configuration changed becomes a refusal by
-    /// `system:config` (`refuse`), or goes on with the change noted in
-    /// its reason (`resume`).
-    pub(crate) fn pinned(&self, pending: &PendingApproval, decision: Decision) -> Decision {
-        if !decision.approve || !self.config_changed(pending) {
-            return decision;
-        }
-        tracing::warn!(approval = %pending.uuid, policy = ?self.pinning.on_change, "the configuration changed since this approval was requested");
-        match self.pinning.on_change {
-            OnConfigChange::Refuse => Decision {
-                approve: false,
-                reason: Some(CHANGED.into()),
-                by: DecidedBy::ConfigChange {
-                    via: decision.by.actor().via,
-                },
-            },
-            OnConfigChange::Resume => Decision {
-                reason: Some(
-                    format!("{} [{RESUMED}]", decision.reason.unwrap_or_default())
-                        .trim()
-                        .to_string(),
-                ),
-                ..decision
-            },
-        }
-    }
-}
-
-const CHANGED: &str = "the agent's configuration changed since this approval was requested";
-const RESUMED: &str =
-    "the configuration changed since the request; resumed (approval.on_config_change: resume)";
-
-/// The model's text for a refusal by `system:config`.
-pub(crate) fn reword(outcome: CallOutcome, decision: &Decision) -> CallOutcome {
-    if decision.approve || !matches!(decision.by, DecidedBy::ConfigChange { .. }) {
-        return outcome;
-    }
-    CallOutcome::Done {
-        content: format!(
-            "Not run: {CHANGED} (approval.on_config_change: refuse). Ask again if it is still wanted."
-        ),
-        is_error: true,
     }
 }
 

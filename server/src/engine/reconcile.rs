@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use asg_shared::a2a::Task;
-use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval, Role};
-use chrono::Utc;
+use asg_shared::{ApprovalState, PendingApproval};
 use uuid::Uuid;
 
 use super::turn::Turn;
-use super::{Engine, EngineError, Inner, calls, claim, llm_node, new_message};
+use super::{Engine, EngineError, Inner, calls, claim, transition};
 use crate::a2a::client::{Delegation, delegation_of};
 use crate::context::RequestContext;
+use transition::{Command, Who};
 
 /// Proxy approvals read at a time when they are checked at startup.
 const RECONCILE_PAGE: usize = 200;
@@ -148,64 +148,45 @@ async fn settle_claimed(
     pending: asg_shared::PendingApproval,
     verdict: Verdict,
 ) -> Result<(), EngineError> {
-    let mut conversation = (*slot.snapshot()).clone();
+    let conversation = (*slot.snapshot()).clone();
     if conversation.pending_by_uuid(pending.uuid) != Some(&pending) {
         return Ok(()); // decided meanwhile
     }
-    apply(inner, &mut conversation, &pending, verdict);
-    if conversation.pending().is_empty() && conversation.pipeline_state.is_some() {
-        let ctx = RequestContext::default();
-        let turn = Turn::new(inner.clone(), slot, conversation, &ctx);
-        let result = turn.resume_settled(&pending).await;
-        return super::settle(inner, slot, result).await.map(|_| ());
-    }
-    conversation.updated_at = Utc::now();
-    let to_save = Arc::new(conversation);
-    super::save_blocking(&inner.store, to_save.clone()).await?;
-    slot.publish(to_save);
-    inner.expiry.wake();
-    Ok(())
-}
-
-fn apply(inner: &Inner, conversation: &mut Conversation, old: &PendingApproval, verdict: Verdict) {
-    match verdict {
-        Verdict::Unchanged => {}
+    let command = match verdict {
+        Verdict::Unchanged => return Ok(()),
         Verdict::Replaced(mut next) => {
-            tracing::warn!(conversation = %conversation.id, old = %old.uuid, new = %next.uuid, "the sub-agent now asks for another approval; the proxy approval is replaced");
+            tracing::warn!(conversation = %conversation.id, old = %pending.uuid, new = %next.uuid, "the sub-agent now asks for another approval; the proxy approval is replaced");
             inner.expiry.stamp(&mut next);
             next.config_hash = Some(inner.config_hash(&next));
-            super::approval::move_step(conversation, old.uuid, next.uuid);
-            conversation.replace_pending(old.uuid, *next);
+            Command::Replaced {
+                old: pending.uuid,
+                next,
+            }
         }
         Verdict::Settled { content, is_error } => {
-            tracing::warn!(conversation = %conversation.id, approval = %old.uuid, "the sub-agent's approval was settled there; the proxy approval is closed");
-            let called = old.remote_agent_name.as_deref().unwrap_or(&old.tool_name);
-            let mut result =
-                llm_node::result_message(&old.call_id, called, content.clone(), is_error);
-            result.node = old.node.clone();
-            conversation.messages.push(result);
-            conversation.take_pending(old.uuid);
-            if conversation.pipeline_state.is_some() {
-                // A paused run: the step goes on with this result once no
-                // approval of the run is pending (now, or after its
-                // siblings' decisions).
-                let refusal =
-                    is_error.then(|| format!("{} was settled on its sub-agent", old.tool_name));
-                super::approval::settle_step(conversation, old.uuid, refusal);
-                return;
+            tracing::warn!(conversation = %conversation.id, approval = %pending.uuid, "the sub-agent's approval was settled there; the proxy approval is closed");
+            Command::SettledRemotely {
+                uuid: pending.uuid,
+                content,
+                is_error,
             }
-            let mut answer = new_message(Role::Assistant, content);
-            answer.node = old.node.clone();
-            answer.is_error = is_error;
-            conversation.messages.push(answer);
-            conversation.pipeline_state = None;
-            conversation.status = ConversationStatus::Active;
         }
-    }
+    };
+    let transition = inner
+        .with_facts(|facts| transition::apply(&conversation, Who::System, command, facts))
+        .map_err(|refusal| super::refused(refusal, &conversation))?;
+    let ctx = RequestContext::default();
+    let turn = Turn::new(inner.clone(), slot, conversation, &ctx);
+    let result = turn
+        .on_behalf_of(pending.requested_by.clone())
+        .drive(transition)
+        .await;
+    super::settle(inner, slot, result).await.map(|_| ())
 }
 
 #[cfg(test)]
 mod tests {
+    use chrono::Utc;
     use serde_json::json;
 
     use super::*;

@@ -1,0 +1,151 @@
+//! Carrying out the core's transitions: each [`Effect`] in order — the
+//! audit line, the save, the call (whose result goes back to the core as
+//! [`Command::Finished`]), then the model, the pipeline or the answer.
+//! The lifecycle's decisions are all in [`asg_core::transition`]; this is
+//! only the doing.
+
+use std::collections::VecDeque;
+
+use asg_core::transition::{
+    self, AuditEntry, CallOrder, CallResult, Command, Effect, Transition, Who,
+};
+use asg_shared::{Actor, PendingApproval};
+
+use super::Turn;
+use crate::audit::AuditLine;
+use crate::engine::calls::{self, CallOutcome};
+use crate::engine::{EngineError, TurnOutcome};
+
+impl Turn<'_> {
+    /// The run works for whoever asked for the decided call (never the
+    /// approver, so that nobody asks through someone else's approval).
+    pub(crate) fn on_behalf_of(mut self, requested_by: Option<Actor>) -> Self {
+        if requested_by.is_some() {
+            self.requester = requested_by;
+        }
+        self
+    }
+
+    /// Carries out `transition`: its conversation becomes the working
+    /// copy, and its effects run in order until one ends the turn.
+    pub(crate) async fn drive(
+        mut self,
+        transition: Transition,
+    ) -> Result<TurnOutcome, EngineError> {
+        let mut conversation = transition.conversation;
+        if conversation.a2a_context_id.is_none() {
+            // The A2A context this turn's request brought (`Turn::new`).
+            conversation.a2a_context_id = self.conversation.a2a_context_id.take();
+        }
+        self.conversation = conversation;
+        let mut effects: VecDeque<Effect> = transition.effects.into();
+        while let Some(effect) = effects.pop_front() {
+            match effect {
+                Effect::Audit(entry) => self.audit(&entry).await?,
+                Effect::AuditOutcome { pending, outcome } => {
+                    self.audit_outcome(&pending, outcome).await;
+                }
+                Effect::Save => self.save().await?,
+                Effect::WakeExpiry => self.inner.expiry.wake(),
+                Effect::Call(order) => {
+                    let next = self.call(&order).await?;
+                    self.conversation = next.conversation;
+                    for effect in next.effects.into_iter().rev() {
+                        effects.push_front(effect);
+                    }
+                }
+                Effect::Run { text } => return self.run_tree(text).await,
+                Effect::Continue => return self.run_simple().await,
+                Effect::Resume(state) => return self.resume_pipeline(&state).await,
+                Effect::Reply(text) => return Ok(self.outcome(text)),
+            }
+        }
+        Ok(self.outcome(String::new()))
+    }
+
+    /// Runs the approved call (or forwards the decision of a proxy
+    /// approval) and hands its result to the core.
+    async fn call(&mut self, order: &CallOrder) -> Result<Transition, EngineError> {
+        let pending = &order.pending;
+        let outcome = if order.is_remote() {
+            let reason = order.reason.as_deref().filter(|_| !order.approve);
+            tracing::info!(approval = %pending.uuid, approve = order.approve, "forwarding the decision to the sub-agent");
+            calls::forward_decision(&self.inner, &self.ctx, pending, order.approve, reason).await
+        } else if order.approve {
+            tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
+            calls::execute(
+                &self.inner,
+                &self.ctx,
+                &pending.tool_name,
+                order.arguments.clone(),
+            )
+            .await
+        } else {
+            // The core records a local refusal itself; nothing to run.
+            CallOutcome::Done {
+                content: asg_core::lifecycle::rejection_text(order.reason.as_deref()),
+                is_error: true,
+            }
+        };
+        // Credentials follow the person who instructed the action: the
+        // approver's token ran (or forwarded) the approved call only; the
+        // rest of the run works on the requester's instructions and never
+        // carries it.
+        self.ctx.bearer = None;
+        let result = match outcome {
+            CallOutcome::Done { content, is_error } => CallResult::Done { content, is_error },
+            CallOutcome::Remote { agent, approval } => {
+                let next = calls::proxy_approval(
+                    self.conversation.id,
+                    &pending.call_id,
+                    pending.node.clone(),
+                    &agent,
+                    approval,
+                );
+                let next = if order.approve {
+                    self.stamp(next)
+                } else {
+                    next
+                };
+                CallResult::AskedAgain {
+                    agent,
+                    next: Box::new(next),
+                }
+            }
+        };
+        let command = Command::Finished { order, result };
+        let inner = self.inner.clone();
+        inner
+            .with_facts(|facts| transition::apply(&self.conversation, Who::System, command, facts))
+            .map_err(|refusal| super::super::refused(refusal, &self.conversation))
+    }
+
+    /// Records a decision in the audit log (durable: synced, or
+    /// committed) before anything it allows runs.
+    async fn audit(&self, entry: &AuditEntry) -> Result<(), EngineError> {
+        tracing::info!(approval = %entry.pending.uuid, decision = entry.decision, by = %entry.by.subject, "approval decided");
+        let Some(audit) = &self.inner.audit else {
+            return Ok(());
+        };
+        let mut line = AuditLine::about("decision", &entry.pending, entry.outcome);
+        line.decision = Some(entry.decision);
+        line.by = Some(&entry.by);
+        line.reason = entry.reason.as_deref();
+        line.edited_arguments_sha256 = entry.edited.as_ref().map(crate::audit::arguments_hash);
+        audit.append(&line).await.map_err(|e| {
+            tracing::error!(error = %e, "cannot write the audit log; the decision is not applied");
+            EngineError::Store(format!("cannot write the audit log: {e}"))
+        })
+    }
+
+    /// The outcome line of a decided call in the audit log.
+    async fn audit_outcome(&self, pending: &PendingApproval, outcome: &str) {
+        let Some(audit) = &self.inner.audit else {
+            return;
+        };
+        let line = AuditLine::about("outcome", pending, outcome);
+        if let Err(error) = audit.append(&line).await {
+            tracing::error!(%error, "cannot write an outcome to the audit log");
+        }
+    }
+}
