@@ -10,7 +10,6 @@
 //! Both go through [`deliver`]: retries with exponential backoff, a
 //! bounded queue, and a shutdown that waits a short bound.
 
-pub mod config;
 pub mod deliver;
 pub mod sign;
 pub mod ssrf;
@@ -22,7 +21,7 @@ use std::time::Duration;
 use asg_shared::events::InboxEvent;
 use tokio::sync::broadcast;
 
-pub use config::{A2aPushConfig, WebhookConfig};
+pub use crate::config::notify::{A2aPushConfig, WebhookConfig};
 
 use crate::a2a::push::PushService;
 use crate::config::AgentConfig;
