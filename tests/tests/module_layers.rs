@@ -41,6 +41,20 @@ fn top_level_modules_import_each_other_without_a_cycle() {
         for root in crate_roots(&dir.join("src")) {
             let graph = module_graph(&root);
             checked += 1;
+            // The layering as found (`cargo test … -- --nocapture`).
+            println!(
+                "{member} ({}):",
+                root.strip_prefix(&workspace).unwrap_or(&root).display()
+            );
+            for module in &graph.modules {
+                let imports: Vec<&str> = graph
+                    .edges
+                    .keys()
+                    .filter(|(from, _)| from == module)
+                    .map(|(_, to)| to.as_str())
+                    .collect();
+                println!("  {module} -> {}", imports.join(", "));
+            }
             if let Some(report) = cycle_report(&graph) {
                 let report = report.replace(&format!("{}/", workspace.display()), "");
                 failures.push(format!(
