@@ -24,7 +24,7 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::api::error::ApiError;
+use crate::http_error::ApiError;
 
 /// Longest host name echoed back in an error message.
 const MAX_ECHOED: usize = 100;

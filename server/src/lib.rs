@@ -12,6 +12,7 @@ pub mod context;
 pub mod engine;
 pub mod filesystem;
 pub mod host_check;
+pub mod http_error;
 pub mod llm;
 pub mod mcp;
 pub mod notify;

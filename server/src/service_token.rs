@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::api::error::ApiError;
 use crate::context::BearerToken;
+use crate::http_error::ApiError;
 
 /// Shortest token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;

@@ -1,5 +1,5 @@
 //! Test-only helpers shared by the router tests (`api::tests`,
-//! `a2a::server_tests`): an app on the offline scripted model, with no
+//! `api::a2a::tests`): an app on the offline scripted model, with no
 //! tools and no sub-agents, storing under a temp dir.
 
 use std::path::Path;

@@ -103,7 +103,7 @@ pub struct A2aClient {
 }
 
 /// Default cap on a sub-agent's answer (`limits.max_a2a_response_bytes`).
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = crate::config::DEFAULT_MAX_A2A_RESPONSE_BYTES;
 
 impl A2aClient {
     /// Builds the client and fetches the cards it can (failures are

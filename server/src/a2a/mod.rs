@@ -1,16 +1,11 @@
-//! A2A (Agent2Agent, v0.3 over JSON-RPC): the server side that lets other
-//! agents use this one, and the client side that delegates to sub-agents.
+//! A2A (Agent2Agent, v0.3 over JSON-RPC) below the engine: the client
+//! that delegates to sub-agents and the protocol's view of a
+//! conversation. The server side (`POST /a2a`, the card, streams) is a
+//! door, in `api::a2a`; push notifications are outbound delivery, in
+//! `notify::a2a_push`.
 //!
-//! - [`card`]: the agent card.
-//! - [`mapping`]: conversation -> task.
-//! - [`server`]: `POST /a2a` JSON-RPC dispatcher and the card routes.
-//! - [`push`]: push notification configs and their delivery.
-//! - [`stream`]: `message/stream` and `tasks/resubscribe` (SSE).
 //! - [`client`]: card discovery and `message/send` to sub-agents.
+//! - [`mapping`]: conversation -> task.
 
-pub mod card;
 pub mod client;
 pub mod mapping;
-pub mod push;
-pub mod server;
-pub mod stream;

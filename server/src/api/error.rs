@@ -1,53 +1,13 @@
-//! [`ApiError`]: every failure a route can answer, as a JSON body from
-//! `asg_shared::rest::ErrorBody` with the right status. 5xx bodies name the
+//! [`ApiError`] (`crate::http_error`): every failure a route can answer,
+//! as a JSON body from `asg_shared::rest::ErrorBody` with the right
+//! status; here the engine's errors map onto it. 5xx bodies name the
 //! failing part but carry no internals; details go to the log.
 
-use asg_shared::rest::{ErrorBody, ErrorDetail};
-use asg_shared::{Conversation, PendingApproval};
-use axum::Json;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 
 use crate::engine::EngineError;
+pub use crate::http_error::ApiError;
 use crate::llm::LlmError;
-
-/// An error answer.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    approval: Option<Box<PendingApproval>>,
-    conversation: Option<Box<Conversation>>,
-}
-
-impl ApiError {
-    /// An error with a status, a stable code and a message.
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            approval: None,
-            conversation: None,
-        }
-    }
-
-    /// 400 for a malformed request.
-    pub fn bad_request(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
-    }
-
-    /// 404 for an unknown route or id.
-    pub fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
-    }
-
-    /// The status this error answers with.
-    pub fn status(&self) -> StatusCode {
-        self.status
-    }
-}
 
 impl From<EngineError> for ApiError {
     fn from(error: EngineError) -> ApiError {
@@ -56,14 +16,14 @@ impl From<EngineError> for ApiError {
             EngineError::ConversationNotFound(_)
             | EngineError::ApprovalNotFound(_)
             | EngineError::GrantNotFound { .. } => ApiError::not_found(message),
-            EngineError::WaitingApproval(pending) => ApiError {
-                approval: Some(pending),
-                ..ApiError::new(StatusCode::CONFLICT, "waiting_approval", message)
-            },
-            EngineError::AlreadyResolved { conversation, .. } => ApiError {
-                conversation: Some(Box::new((*conversation).clone())),
-                ..ApiError::new(StatusCode::CONFLICT, "approval_resolved", message)
-            },
+            EngineError::WaitingApproval(pending) => {
+                ApiError::new(StatusCode::CONFLICT, "waiting_approval", message)
+                    .with_approval(pending)
+            }
+            EngineError::AlreadyResolved { conversation, .. } => {
+                ApiError::new(StatusCode::CONFLICT, "approval_resolved", message)
+                    .with_conversation(Box::new((*conversation).clone()))
+            }
             EngineError::Completed(_) => {
                 ApiError::new(StatusCode::CONFLICT, "conversation_closed", message)
             }
@@ -79,18 +39,16 @@ impl From<EngineError> for ApiError {
             EngineError::Llm {
                 error: LlmError::Timeout(_),
                 conversation,
-            } => ApiError {
-                conversation: Some(Box::new((*conversation).clone())),
-                ..ApiError::new(StatusCode::GATEWAY_TIMEOUT, "llm_timeout", message)
-            },
-            EngineError::SubAgent { conversation, .. } => ApiError {
-                conversation: Some(Box::new((*conversation).clone())),
-                ..ApiError::new(StatusCode::BAD_GATEWAY, "sub_agent_error", message)
-            },
-            EngineError::Llm { conversation, .. } => ApiError {
-                conversation: Some(Box::new((*conversation).clone())),
-                ..ApiError::new(StatusCode::BAD_GATEWAY, "llm_error", message)
-            },
+            } => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "llm_timeout", message)
+                .with_conversation(Box::new((*conversation).clone())),
+            EngineError::SubAgent { conversation, .. } => {
+                ApiError::new(StatusCode::BAD_GATEWAY, "sub_agent_error", message)
+                    .with_conversation(Box::new((*conversation).clone()))
+            }
+            EngineError::Llm { conversation, .. } => {
+                ApiError::new(StatusCode::BAD_GATEWAY, "llm_error", message)
+                    .with_conversation(Box::new((*conversation).clone()))
+            }
             // Never an answer that is not stored; retrying later is right
             // (a database that comes back, a disk with room again).
             EngineError::Store(_) => ApiError::new(
@@ -111,19 +69,5 @@ impl From<EngineError> for ApiError {
                 "the request failed unexpectedly; see the server log",
             ),
         }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code: self.code.to_string(),
-                message: self.message,
-                approval: self.approval.map(|a| *a),
-                conversation: self.conversation,
-            },
-        };
-        (self.status, Json(body)).into_response()
     }
 }

@@ -3,6 +3,7 @@
 //! Only this module knows HTTP. Handlers extract, make one engine call and
 //! answer; business rules live in [`crate::engine`].
 
+pub mod a2a;
 pub mod access;
 pub mod approvals;
 pub mod auth;
@@ -116,7 +117,7 @@ pub fn router(state: AppState) -> Router {
             "/conversations/{id}/grants/{tool}",
             delete(approvals::grants_revoke),
         )
-        .merge(crate::a2a::server::routes())
+        .merge(a2a::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -6,6 +6,7 @@
 
 mod auth;
 mod expand;
+pub mod notify;
 /// `approval.rules` as written (the core's format).
 pub use asg_core::rule_config as rules;
 pub mod tree;
@@ -25,6 +26,9 @@ pub use tree::{NodeConfig, NodeKind};
 pub const DEFAULT_PORT: u16 = 8080;
 /// Default model.
 pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
+/// Default cap on an A2A response body (`limits.max_a2a_response_bytes`),
+/// also the A2A client's cap when built without a configuration.
+pub const DEFAULT_MAX_A2A_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The whole `agent.yaml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -95,7 +99,7 @@ pub struct AgentConfig {
     pub auth: AuthConfig,
     /// Which callback URLs A2A push notifications may use.
     #[serde(default)]
-    pub a2a_push: crate::notify::A2aPushConfig,
+    pub a2a_push: notify::A2aPushConfig,
     /// Where conversations are stored: PostgreSQL when `store.url` (or
     /// `DATABASE_URL`) is set, else JSON files in `data_dir`.
     #[serde(default)]
@@ -134,10 +138,7 @@ impl std::fmt::Debug for StoreConfig {
     // The URL may carry a password: only its database part is shown.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreConfig")
-            .field(
-                "url",
-                &self.url.as_deref().map(crate::store::postgres::describe),
-            )
+            .field("url", &self.url.as_deref().map(describe_database_url))
             .field("max_connections", &self.max_connections)
             .finish()
     }
@@ -170,10 +171,25 @@ impl StoreConfig {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(format!(
                 "the store's database URL must be a postgres:// URL, got {}",
-                crate::store::postgres::describe(&url)
+                describe_database_url(&url)
             ));
         }
         Ok(Some(url))
+    }
+}
+
+/// The database part of a URL, without user, password or query (for
+/// messages and logs).
+pub fn describe_database_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => format!(
+            "{}://{}{}{}",
+            parsed.scheme(),
+            parsed.host_str().unwrap_or(""),
+            parsed.port().map(|p| format!(":{p}")).unwrap_or_default(),
+            parsed.path()
+        ),
+        Err(_) => "an unparsable URL".to_string(),
     }
 }
 
@@ -331,7 +347,7 @@ pub struct ApprovalConfig {
     /// Notifications (`notify/`): endpoints POSTed a signed JSON event
     /// when an approval is requested, reminded, decided or expired.
     #[serde(default)]
-    pub webhooks: Vec<crate::notify::WebhookConfig>,
+    pub webhooks: Vec<notify::WebhookConfig>,
     /// Base URL of the web chat for the links in webhook events
     /// (`{web_url}/?c={conversation}`); default: the agent's public URL.
     #[serde(default)]
@@ -407,7 +423,7 @@ fn default_max_model_response_bytes() -> usize {
     8 * 1024 * 1024
 }
 fn default_max_a2a_response_bytes() -> usize {
-    crate::a2a::client::DEFAULT_MAX_RESPONSE_BYTES
+    DEFAULT_MAX_A2A_RESPONSE_BYTES
 }
 fn default_max_subscribers_per_conversation() -> usize {
     32
@@ -665,7 +681,7 @@ impl AgentConfig {
         self.validate_limits()?;
         rules::validate_rules(&self.approval.rules)?;
         validate_reminder(&self.approval)?;
-        crate::notify::config::validate(
+        notify::validate(
             &self.approval.webhooks,
             self.approval.web_url.as_deref(),
             &self.a2a_push,

@@ -2,7 +2,7 @@
 //! off the turn's path. Webhook events go through a bounded queue
 //! ([`Deliveries::enqueue`]: full → dropped with a warning); A2A push
 //! notifications await [`Deliveries::send`] in a sender task per task
-//! (`a2a::push::outbox`). Every delivery
+//! (`a2a_push::outbox`). Every delivery
 //! runs on one [`TaskTracker`], so shutdown can wait for them within a
 //! bound ([`Deliveries::shutdown`]) and then stop the rest.
 

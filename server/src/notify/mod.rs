@@ -3,14 +3,14 @@
 //! - [`webhook`]: approval events (requested, reminded, decided,
 //!   expired) from the engine's operator inbox, POSTed as signed JSON
 //!   ([`sign`]) to `approval.webhooks`.
-//! - A2A push notifications (`crate::a2a::push`): task states POSTed to
+//! - A2A push notifications ([`a2a_push`]): task states POSTed to
 //!   the callbacks A2A clients registered, after the SSRF check of
 //!   [`ssrf`].
 //!
 //! Both go through [`deliver`]: retries with exponential backoff, a
 //! bounded queue, and a shutdown that waits a short bound.
 
-pub mod config;
+pub mod a2a_push;
 pub mod deliver;
 pub mod sign;
 pub mod ssrf;
@@ -22,11 +22,11 @@ use std::time::Duration;
 use asg_shared::events::InboxEvent;
 use tokio::sync::broadcast;
 
-pub use config::{A2aPushConfig, WebhookConfig};
+pub use crate::config::notify::{A2aPushConfig, WebhookConfig};
 
-use crate::a2a::push::PushService;
 use crate::config::AgentConfig;
 use crate::engine::Engine;
+use a2a_push::PushService;
 use deliver::{Deliveries, Retry};
 use webhook::{Source, Webhook};
 

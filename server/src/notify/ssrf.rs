@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use super::config::A2aPushConfig;
+use crate::config::notify::A2aPushConfig;
 
 /// How long a name lookup may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);

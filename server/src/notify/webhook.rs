@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use super::config::{MIN_SECRET_BYTES, WebhookConfig};
 use super::deliver::{Deliveries, Outgoing};
 use super::sign::{SIGNATURE_HEADER, signature};
+use crate::config::notify::{MIN_SECRET_BYTES, WebhookConfig};
 
 pub use asg_core::lifecycle::{EXPIRY_ROLE, EXPIRY_SUBJECT};
 

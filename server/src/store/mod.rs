@@ -26,7 +26,7 @@ use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApprova
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::auth::policy::ReadScope;
+use asg_core::access::ReadScope;
 
 pub use json_files::JsonFileStore;
 pub use pg_lease::LEASE_TTL;

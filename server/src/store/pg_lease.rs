@@ -226,8 +226,8 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::engine::approval::recover_interrupted;
     use crate::store::{Claim, PgStore, Store};
+    use asg_core::lifecycle::recover_interrupted;
 
     /// A waiting conversation's document: its turn marked or not, its
     /// approval in the list and/or (as older rows have it) alone in

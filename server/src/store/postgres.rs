@@ -70,19 +70,8 @@ pub struct PgStore {
 }
 
 /// The database part of a URL, without user, password or query (for
-/// messages and logs).
-pub fn describe(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(parsed) => format!(
-            "{}://{}{}{}",
-            parsed.scheme(),
-            parsed.host_str().unwrap_or(""),
-            parsed.port().map(|p| format!(":{p}")).unwrap_or_default(),
-            parsed.path()
-        ),
-        Err(_) => "an unparsable URL".to_string(),
-    }
-}
+/// messages and logs); the configuration's, which shows it too.
+pub use crate::config::describe_database_url as describe;
 
 /// A pool on `url` (no migration).
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, StoreError> {

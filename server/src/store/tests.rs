@@ -164,8 +164,8 @@ async fn errors_name_the_database_but_never_the_password() {
     );
 }
 
-fn scope(subject: &str, approvals: bool) -> crate::auth::policy::ReadScope {
-    crate::auth::policy::ReadScope {
+fn scope(subject: &str, approvals: bool) -> asg_core::access::ReadScope {
+    asg_core::access::ReadScope {
         subject: subject.into(),
         anonymous: false,
         everything: false,
@@ -175,7 +175,7 @@ fn scope(subject: &str, approvals: bool) -> crate::auth::policy::ReadScope {
 
 async fn list(
     store: &Arc<dyn Store>,
-    scope: &crate::auth::policy::ReadScope,
+    scope: &asg_core::access::ReadScope,
     status: Option<ConversationStatus>,
     after: Option<(chrono::DateTime<Utc>, Uuid)>,
     limit: usize,

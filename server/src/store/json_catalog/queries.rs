@@ -14,8 +14,8 @@ use rusqlite::{Connection, params_from_iter};
 use uuid::Uuid;
 
 use super::{nanos, uuid_of};
-use crate::auth::policy::ReadScope;
 use crate::store::{ListQuery, PendingQuery};
+use asg_core::access::ReadScope;
 
 /// A statement and its values, in the order of their `?`.
 #[derive(Default)]

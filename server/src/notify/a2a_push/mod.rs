@@ -33,7 +33,7 @@ use asg_shared::a2a::{PushNotificationConfig, Task, TaskState};
 use tokio::sync::mpsc::UnboundedReceiver;
 use uuid::Uuid;
 
-use super::mapping;
+use crate::a2a::mapping;
 use crate::engine::Engine;
 use crate::notify::deliver::{Deliveries, Outgoing, shown};
 use crate::notify::{A2aPushConfig, ssrf};

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::a2a::card::MODES;
+use super::card::MODES;
 
 /// A JSON-RPC error before it is wrapped in a response.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,8 +15,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{Call, RpcError, engine_error, typed};
-use crate::a2a::push::PushService;
 use crate::engine::Command;
+use crate::notify::a2a_push::PushService;
 
 /// A method's conversation (for the request log) and result.
 type PushAnswer = Result<(Arc<Conversation>, Value), RpcError>;

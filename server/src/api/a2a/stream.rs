@@ -25,11 +25,11 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::mapping::{self, TaskRef};
-use super::server::{
+use super::{
     Action, Call, RpcError, answer_task, error_response, execute, parse_query, parse_send, prepare,
     result_response, settled, tag,
 };
+use crate::a2a::mapping::{self, TaskRef};
 use crate::api::logging::ConversationTag;
 use crate::engine::{EngineError, Subscription, TurnOutcome};
 
@@ -74,7 +74,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
             let (conversation, _) = settled(&engine, engine.create(&call.ctx, None).await).await?;
             (Action::Send(conversation.id, text), conversation)
         }
-        Some(id) => (action, super::server::stored_task(&call, id).await?),
+        Some(id) => (action, super::stored_task(&call, id).await?),
     };
     let context = context.unwrap_or_else(|| mapping::context_of(&conversation));
     let at = task_ref(&conversation, &context);
@@ -82,7 +82,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
     let events = engine
         .subscribe(conversation.id)
         .await
-        .map_err(|e| super::server::engine_error(&e))?;
+        .map_err(|e| super::engine_error(&e))?;
     let mut first = mapping::to_task(&conversation, &context, history_length);
     first.artifacts.clear();
     if request.message.task_id.is_none() {
@@ -128,17 +128,17 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
         let (id, history_length) = parse_query(params)?;
         let engine = call.state.engine.clone();
         // Only a task the caller may read (else -32001).
-        super::server::stored_task(&call, id).await?;
+        super::stored_task(&call, id).await?;
         // Subscribe before reading the state so the end cannot be missed.
         let events = engine
             .subscribe(id)
             .await
-            .map_err(|e| super::server::engine_error(&e))?;
-        let conversation = super::server::stored_task(&call, id).await?;
+            .map_err(|e| super::engine_error(&e))?;
+        let conversation = super::stored_task(&call, id).await?;
         let context = mapping::context_of(&conversation);
         let mut task = mapping::to_task(&conversation, &context, history_length);
         let running = engine.is_running(id).await;
-        super::server::mark_running(&mut task, running);
+        super::mark_running(&mut task, running);
         let at = task_ref(&conversation, &context);
         // Only a turn in progress has more to stream; anything else (also a
         // conversation left mid-turn by a crash) is answered at once.

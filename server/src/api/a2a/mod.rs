@@ -29,16 +29,16 @@ use axum::{Extension, Json, Router};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::card;
-use super::mapping;
-use super::stream;
+use crate::a2a::mapping;
 use crate::api::AppState;
 use crate::api::extract::{Ctx, session_from_headers};
 use crate::api::logging::ConversationTag;
 use crate::context::RequestContext;
 use crate::engine::{Command, Engine, EngineError, MAX_MESSAGE_BYTES, TurnOutcome};
+pub mod card;
 mod push;
 mod rpc;
+pub mod stream;
 
 pub(crate) use rpc::{
     Decision, RpcError, error_response, parse_envelope, parse_query, parse_send, result_response,
@@ -69,12 +69,12 @@ pub(crate) struct Call {
     /// The request id, echoed in every response.
     pub id: Value,
     /// Push notification configs (absent in routers built without one).
-    pub push: Option<crate::a2a::push::PushService>,
+    pub push: Option<crate::notify::a2a_push::PushService>,
 }
 
 async fn rpc(
     State(state): State<AppState>,
-    push: Option<Extension<crate::a2a::push::PushService>>,
+    push: Option<Extension<crate::notify::a2a_push::PushService>>,
     Ctx(ctx): Ctx,
     headers: HeaderMap,
     body: Bytes,
@@ -533,5 +533,4 @@ fn json_response(body: JsonRpcResponse, tag: Option<ConversationTag>) -> Respons
 }
 
 #[cfg(test)]
-#[path = "server_tests.rs"]
 mod tests;
