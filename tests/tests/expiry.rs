@@ -29,14 +29,17 @@ async fn pending_add(agent: &Agent, name: &str) -> (String, String, Value) {
     (conversation_id(&answer), approval_uuid(&answer), approval)
 }
 
-/// The conversation once it no longer waits for approval (up to 15 s).
+/// The conversation once it no longer waits for approval and the turn
+/// that tells the model has ended (up to 15 s).
 async fn settled(agent: &Agent, id: &str) -> Value {
     poll(
         "the approval to expire",
         Duration::from_secs(15),
         || async {
             let conversation = agent.conversation(id).await;
-            (conversation["status"] != "waiting_approval").then_some(conversation)
+            (conversation["status"] != "waiting_approval"
+                && conversation["turn_in_progress"] != true)
+                .then_some(conversation)
         },
     )
     .await
