@@ -150,7 +150,7 @@ pub fn actor(principal: &Principal, role: Option<Role>, via: &str) -> Actor {
 mod tests {
     use std::collections::BTreeSet;
 
-    use asg_shared::{ApprovalState, ConversationStatus};
+    use asg_shared::fixtures;
     use chrono::Utc;
     use uuid::Uuid;
 
@@ -171,45 +171,22 @@ mod tests {
         let id = Uuid::new_v4();
         Conversation {
             id,
-            session_id: "abcd1234".into(),
-            status: ConversationStatus::Active,
-            messages: vec![],
-            pending_approvals: Vec::new(),
             pending_approval: with_approval.then(|| approval(id, owner)),
-            pipeline_state: None,
-            turn_in_progress: false,
             owner: Some(owner.into()),
-            decisions: vec![],
-            grants: Vec::new(),
-            a2a_context_id: None,
             created_at: Utc::now(),
             updated_at: Utc::now(),
+            ..fixtures::conversation()
         }
     }
 
     fn approval(conversation_id: Uuid, requester: &str) -> PendingApproval {
         PendingApproval {
-            uuid: Uuid::new_v4(),
             conversation_id,
-            tool_name: "resources_add".into(),
-            tool_args: serde_json::Map::new(),
             description: "d".into(),
             created_at: Utc::now(),
             call_id: "c".into(),
-            node: None,
-            state: ApprovalState::Pending,
-            remote_task_id: None,
-            remote_agent_name: None,
-            remote_approval_uuid: None,
             requested_by: Some(actor(&who(requester, &[]), None, "rest")),
-            approvers: Vec::new(),
-            rule: None,
-            no_edit: false,
-            config_hash: None,
-            config_changed: false,
-            expires_at: None,
-            remind_at: None,
-            reminded: false,
+            ..fixtures::pending_approval("resources_add")
         }
     }
 

@@ -116,6 +116,7 @@ pub fn check_schema(schema: &Value, arguments: &Map<String, Value>) -> Result<()
 
 #[cfg(test)]
 mod tests {
+    use asg_shared::fixtures;
     use serde_json::json;
 
     use super::*;
@@ -148,12 +149,15 @@ mod tests {
     }
 
     fn pending() -> PendingApproval {
-        serde_json::from_value(json!({
-            "uuid": "9b2f3c50-0d2f-4a43-a5de-2b4c5b0f1a10",
-            "conversation_id": "1b2f3c50-0d2f-4a43-a5de-2b4c5b0f1a10",
-            "tool_name": "resources_add", "tool_args": {"name": "a", "value": 1},
-            "description": "d", "created_at": "2026-01-01T00:00:00Z", "call_id": "c"}))
-        .unwrap()
+        PendingApproval {
+            uuid: "9b2f3c50-0d2f-4a43-a5de-2b4c5b0f1a10".parse().unwrap(),
+            conversation_id: "1b2f3c50-0d2f-4a43-a5de-2b4c5b0f1a10".parse().unwrap(),
+            tool_args: args(json!({"name": "a", "value": 1})),
+            description: "d".into(),
+            created_at: "2026-01-01T00:00:00Z".parse().unwrap(),
+            call_id: "c".into(),
+            ..fixtures::pending_approval("resources_add")
+        }
     }
 
     fn tool() -> ToolInfo {

@@ -322,50 +322,26 @@ pub struct ErrorDetail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ApprovalState;
+    use crate::fixtures;
 
     fn approval(n: u128) -> PendingApproval {
         PendingApproval {
             uuid: Uuid::from_u128(n),
-            conversation_id: Uuid::nil(),
             tool_name: format!("tool_{n}"),
-            tool_args: Default::default(),
             description: String::new(),
             created_at: DateTime::default(),
             call_id: format!("call_{n}"),
-            node: None,
-            state: ApprovalState::Pending,
-            remote_task_id: None,
-            remote_agent_name: None,
-            remote_approval_uuid: None,
-            requested_by: None,
-            rule: None,
-            approvers: Vec::new(),
-            no_edit: false,
-            config_hash: None,
-            config_changed: false,
-            expires_at: None,
-            remind_at: None,
-            reminded: false,
+            ..fixtures::pending_approval("")
         }
     }
 
     fn conversation() -> Conversation {
         Conversation {
             id: Uuid::nil(),
-            session_id: "abcd1234".into(),
             status: ConversationStatus::WaitingApproval,
-            messages: Vec::new(),
-            pending_approval: None,
-            pending_approvals: Vec::new(),
-            pipeline_state: None,
-            turn_in_progress: false,
-            owner: None,
-            decisions: Vec::new(),
-            grants: Vec::new(),
-            a2a_context_id: None,
             created_at: DateTime::default(),
             updated_at: DateTime::default(),
+            ..fixtures::conversation()
         }
     }
 

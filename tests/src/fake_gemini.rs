@@ -9,7 +9,6 @@
 //! branches calling at the same time get the same answers in any order.
 //! Offline and deterministic: no clock, no randomness, loopback only.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -266,13 +265,7 @@ impl FakeGemini {
             calls: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the fake Gemini");
-        let addr: SocketAddr = listener.local_addr().expect("fake Gemini address");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::fake_http::serve(app, "the fake Gemini").await;
         FakeGemini {
             url: format!("http://{addr}"),
             shared,

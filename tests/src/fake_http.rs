@@ -25,6 +25,36 @@ pub struct Recorded {
     pub body: String,
 }
 
+impl Recorded {
+    /// What a handler received: `uri` as it should be recorded (path and
+    /// query), header values that are not text as empty.
+    pub fn new(method: &Method, uri: String, headers: &HeaderMap, body: &[u8]) -> Recorded {
+        Recorded {
+            method: method.to_string(),
+            uri,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+                .collect(),
+            body: String::from_utf8_lossy(body).into_owned(),
+        }
+    }
+}
+
+/// Serves `app` on a new loopback port in the background; its address.
+pub async fn serve(app: Router, what: &str) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind {what}: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("{what} address: {e}"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
 /// A canned reply.
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -59,13 +89,7 @@ impl FakeHttp {
             replies: Mutex::new(replies),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind fake server");
-        let addr: SocketAddr = listener.local_addr().expect("fake server address");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = serve(app, "fake server").await;
         FakeHttp {
             url: format!("http://{addr}"),
             shared,
@@ -115,15 +139,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let recorded = Recorded {
-        method: method.to_string(),
-        uri: uri.to_string(),
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
-            .collect(),
-        body: String::from_utf8_lossy(&body).into_owned(),
-    };
+    let recorded = Recorded::new(&method, uri.to_string(), &headers, &body);
     if let Ok(mut requests) = shared.requests.lock() {
         requests.push(recorded);
     }

@@ -4,6 +4,7 @@
 //! The binaries are built once per test run with `cargo build --bins`
 //! (fast when up to date), so `cargo test` alone always tests fresh code.
 
+pub mod a2a;
 pub mod fake_gemini;
 pub mod fake_http;
 pub mod oidc;
@@ -357,8 +358,31 @@ pub fn approval_uuid(answer: &Value) -> String {
         .to_string()
 }
 
-/// Names of resources in the resources database of a data dir, via the
-/// agent's own list tool output in a conversation answer.
+/// `body` read as the wire type `T` (panics naming `what` when it is not
+/// one), for assertions on typed fields.
+pub fn typed<T: serde::de::DeserializeOwned>(what: &str, body: &Value) -> T {
+    serde_json::from_value(body.clone())
+        .unwrap_or_else(|e| panic!("{what}: not the expected body ({e}): {body}"))
+}
+
+/// Polls `check` every 50 ms until it yields a value; panics with `what`
+/// after `limit`.
+pub async fn poll<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The tool messages (results) of a conversation, in order.
 pub fn tool_messages(conversation: &Value) -> Vec<Value> {
     conversation["messages"]
         .as_array()
@@ -367,10 +391,13 @@ pub fn tool_messages(conversation: &Value) -> Vec<Value> {
 }
 
 impl Agent {
-    /// `GET /conversations/{id}`: the conversation (panics unless 200).
+    /// `GET /conversations/{id}`: the conversation (panics unless 200 and
+    /// a [`ConversationResponse`](asg_shared::rest::ConversationResponse)).
     pub async fn conversation(&self, id: &str) -> Value {
         let (status, body) = self.get(&format!("/conversations/{id}")).await;
         assert_eq!(status, 200, "GET /conversations/{id}: {body}");
+        let _: asg_shared::rest::ConversationResponse =
+            typed(&format!("GET /conversations/{id}"), &body);
         body["conversation"].clone()
     }
 
@@ -409,6 +436,16 @@ impl Agent {
         self.post(&format!("/approvals/{uuid}"), body).await
     }
 
+    /// The audit trail's lines (`<data dir>/audit.jsonl`), parsed; none
+    /// before the first entry.
+    pub fn audit_lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.data_dir.join("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
     /// Waits until the log contains `needle` (up to 5 s); returns the log.
     pub async fn wait_log(&self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -423,6 +460,44 @@ impl Agent {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// `(node, role, content)` of every message of a conversation, in order.
+pub fn trace(conversation: &Value) -> Vec<(String, String, String)> {
+    conversation["messages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no messages in {conversation}"))
+        .iter()
+        .map(|m| {
+            (
+                m["node"].as_str().unwrap_or("").to_string(),
+                m["role"].as_str().unwrap().to_string(),
+                m["content"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The agent-tree nodes in the order they first appear in the trace.
+pub fn node_order(conversation: &Value) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    for (node, _, _) in trace(conversation) {
+        if !node.is_empty() && !order.contains(&node) {
+            order.push(node);
+        }
+    }
+    order
+}
+
+/// The `destructiveHint` of tool `name` in a `GET /tools` body.
+pub fn destructive_hint(tools: &Value, name: &str) -> Value {
+    tools["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools array in {tools}"))
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing from {tools}"))["destructiveHint"]
+        .clone()
 }
 
 /// The answer text of a turn answer (`result.response`).

@@ -69,15 +69,11 @@ async fn forward(
         .path_and_query()
         .map(|p| p.to_string())
         .unwrap_or_default();
-    shared.seen.lock().unwrap().push(Recorded {
-        method: method.to_string(),
-        uri: path.clone(),
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
-            .collect(),
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
+    shared
+        .seen
+        .lock()
+        .unwrap()
+        .push(Recorded::new(&method, path.clone(), &headers, &body));
     let mut outgoing = shared
         .http
         .request(method, format!("{}{path}", shared.upstream));

@@ -6,14 +6,16 @@
 //! configured origin (the Bearer goes nowhere else), and a turn
 //! interrupted by `kill -9` or by a client that hangs up.
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use asg_shared::PendingApproval;
+use asg_shared::rest::ApprovalList;
+use asg_tests::a2a::rpc;
 use asg_tests::fake_http::Recorded;
 use asg_tests::{
-    Agent, AgentOptions, approval_uuid, conversation_id, mcp_children_for, response_text, testdata,
-    tool_messages,
+    Agent, AgentOptions, approval_uuid, conversation_id, mcp_children_for, poll, response_text,
+    testdata, tool_messages, typed,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -34,39 +36,11 @@ async fn delegator_to(config: &str, url: &str) -> Agent {
     .await
 }
 
-/// Polls `check` every 50 ms until it yields a value; panics with `what`
-/// after `limit`.
-async fn poll<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// One JSON-RPC call on `POST /a2a`; the whole response (HTTP 200).
-async fn rpc(agent: &Agent, method: &str, params: Value) -> Value {
-    let request = json!({"jsonrpc": "2.0", "id": "gate-1", "method": method, "params": params});
-    let (status, body) = agent.post("/a2a", request).await;
-    assert_eq!(status, 200, "{method}: {body}");
-    body
-}
-
 /// The pending approvals listed by `GET /approvals`.
-async fn approvals(agent: &Agent) -> Vec<Value> {
+async fn approvals(agent: &Agent) -> Vec<PendingApproval> {
     let (status, body) = agent.get("/approvals").await;
     assert_eq!(status, 200, "{body}");
-    body["approvals"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no approvals array in {body}"))
-        .clone()
+    typed::<ApprovalList>("GET /approvals", &body).approvals
 }
 
 /// Tool results in a conversation that answer `name`.
@@ -100,25 +74,25 @@ async fn a_decision_is_not_applied_to_another_approval_of_the_sub_agent() {
     let listed = approvals(&a).await;
     assert_eq!(listed.len(), 1, "{listed:?}");
     let p = &listed[0];
-    assert_eq!(p["uuid"], p_uuid.as_str());
-    assert_eq!(p["remote_agent_name"], "downstream");
-    assert_eq!(p["tool_args"], json!({"name": "first-1", "value": 1}));
-    let task = p["remote_task_id"]
-        .as_str()
-        .expect("remote_task_id")
-        .to_string();
-    let x = p["remote_approval_uuid"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no remote_approval_uuid in {p}"))
-        .to_string();
+    assert_eq!(p.uuid.to_string(), p_uuid);
+    assert_eq!(p.remote_agent_name.as_deref(), Some("downstream"));
+    assert_eq!(
+        Value::Object(p.tool_args.clone()),
+        json!({"name": "first-1", "value": 1})
+    );
+    let task = p.remote_task_id.clone().expect("remote_task_id");
+    let x = p
+        .remote_approval_uuid
+        .clone()
+        .unwrap_or_else(|| panic!("no remote_approval_uuid in {p:?}"));
     let b_pending = approvals(&b).await;
     assert_eq!(b_pending.len(), 1, "{b_pending:?}");
     assert_eq!(
-        b_pending[0]["uuid"],
-        x.as_str(),
+        b_pending[0].uuid.to_string(),
+        x,
         "P does not name B's approval"
     );
-    assert_eq!(b_pending[0]["conversation_id"], task.as_str());
+    assert_eq!(b_pending[0].conversation_id.to_string(), task);
 
     // Behind A's back: X is approved on B, and B's task asks for Y.
     let (status, approved) = b.decide(&x, json!({"approved": true})).await;
@@ -148,7 +122,7 @@ async fn a_decision_is_not_applied_to_another_approval_of_the_sub_agent() {
     assert_eq!(a.conversation(&a_id).await["status"], "waiting_approval");
     let listed = approvals(&a).await;
     assert_eq!(listed.len(), 1, "{listed:?}");
-    assert_eq!(listed[0]["uuid"], q_uuid.as_str());
+    assert_eq!(listed[0].uuid.to_string(), q_uuid);
 
     // B still waits for Y, untouched.
     let b_view = b.conversation(&task).await;
@@ -204,8 +178,8 @@ async fn cancelling_a_task_on_a_rejects_the_sub_agents_approval() {
             .starts_with("Rejected by the user"),
         "{b_view}"
     );
-    assert_eq!(approvals(&b).await, Vec::<Value>::new());
-    assert_eq!(approvals(&a).await, Vec::<Value>::new());
+    assert_eq!(approvals(&b).await, Vec::new());
+    assert_eq!(approvals(&a).await, Vec::new());
     assert!(b.resource_names().await.is_empty());
 }
 
@@ -330,15 +304,12 @@ async fn peer_handle(
 ) -> Response {
     let body = String::from_utf8_lossy(&body).into_owned();
     if let Ok(mut requests) = peer.requests.lock() {
-        requests.push(Recorded {
-            method: method.to_string(),
-            uri: uri.to_string(),
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
-                .collect(),
-            body: body.clone(),
-        });
+        requests.push(Recorded::new(
+            &method,
+            uri.to_string(),
+            &headers,
+            body.as_bytes(),
+        ));
     }
     if method == Method::GET {
         let card = peer.card.lock().ok().and_then(|c| c.clone());
@@ -568,19 +539,19 @@ async fn at_startup_a_proxy_approval_follows_what_happened_on_the_sub_agent() {
     let (settled_id, changed_id) = (conversation_id(&first), conversation_id(&second));
     let old_changed = approval_uuid(&second);
     let listed = approvals(&a).await;
-    let remote = |id: &str, key: &str| {
+    // The approval of conversation `id` on A.
+    let on_a = |id: &str| {
         listed
             .iter()
-            .find(|p| p["conversation_id"] == id)
-            .and_then(|p| p[key].as_str())
-            .unwrap_or_else(|| panic!("no {key} for {id} in {listed:?}"))
-            .to_string()
+            .find(|p| p.conversation_id.to_string() == id)
+            .unwrap_or_else(|| panic!("no approval for {id} in {listed:?}"))
     };
+    let remote = |value: &Option<String>| value.clone().expect("remote id");
     let (x1, task2) = (
-        remote(&settled_id, "remote_approval_uuid"),
-        remote(&changed_id, "remote_task_id"),
+        remote(&on_a(&settled_id).remote_approval_uuid),
+        remote(&on_a(&changed_id).remote_task_id),
     );
-    let x2 = remote(&changed_id, "remote_approval_uuid");
+    let x2 = remote(&on_a(&changed_id).remote_approval_uuid);
     let data_dir = a.data_dir.clone();
     a.stop();
 

@@ -13,14 +13,6 @@ async fn resources_agent(extra: &str) -> (tempfile::TempDir, Agent) {
     (dir, agent)
 }
 
-fn audit_lines(agent: &Agent) -> Vec<Value> {
-    std::fs::read_to_string(agent.data_dir.join("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 fn error_message(answer: &Value) -> String {
     answer["error"]["message"]
         .as_str()
@@ -81,7 +73,8 @@ async fn an_approver_edits_the_arguments_and_the_edit_runs_once() {
             .contains("changed the arguments"),
         "the model is told: {result}"
     );
-    let decision = audit_lines(&agent)
+    let decision = agent
+        .audit_lines()
         .into_iter()
         .find(|line| line["event"] == "decision")
         .unwrap();
@@ -158,7 +151,8 @@ async fn a_remembered_approval_runs_later_calls_until_revoked() {
     let (_, other) = agent.say_new("add resource b-1 with value 1").await;
     assert_eq!(other["result"]["waiting_approval"], true, "{other}");
     assert_eq!(agent.resource_names().await, ["a-1", "a-2"]);
-    let policy: Vec<Value> = audit_lines(&agent)
+    let policy: Vec<Value> = agent
+        .audit_lines()
         .into_iter()
         .filter(|line| line["event"] == "policy")
         .collect();

@@ -34,14 +34,6 @@ async fn tool_result(agent: &Agent, answer: &Value, tool: &str) -> String {
         .unwrap_or_else(|| panic!("no {tool} result in {conversation}"))
 }
 
-fn audit_lines(agent: &Agent) -> Vec<Value> {
-    std::fs::read_to_string(agent.data_dir.join("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn each_action_and_condition_decides_as_configured() {
     let (_dir, config) = config_with("agent-resources.yaml", RULES);
@@ -87,7 +79,8 @@ async fn each_action_and_condition_decides_as_configured() {
     assert_eq!(answer["result"]["waiting_approval"], true, "{answer}");
 
     assert_eq!(agent.resource_names().await, ["small-1"]);
-    let policy: Vec<(String, String)> = audit_lines(&agent)
+    let policy: Vec<(String, String)> = agent
+        .audit_lines()
         .iter()
         .filter(|line| line["event"] == "policy")
         .map(|line| {

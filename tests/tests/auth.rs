@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use asg_tests::oidc::{OTHER_AUDIENCE, OidcOptions, OidcProvider, free_port};
 use asg_tests::sse::EventStream;
-use asg_tests::{Agent, AgentOptions, config_with};
+use asg_tests::{Agent, AgentOptions, a2a, config_with};
 use serde_json::{Value, json};
 
 const OPS_KEY: &str = "ops-bot-key-0123456789";
@@ -327,14 +327,14 @@ async fn an_api_key_and_a_mapped_group_approve_too() {
     assert_eq!(me["roles"], json!(["approver"]), "{me}");
 }
 
+/// One JSON-RPC call with `token` as bearer; status and body.
 async fn rpc(agent: &Agent, token: Option<&str>, method: &str, params: Value) -> (u16, Value) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let auth = token.map(bearer).unwrap_or_default();
     let headers: Vec<(&str, &str)> = match token {
         Some(_) => vec![("authorization", auth.as_str())],
         None => vec![],
     };
-    agent.post_with("/a2a", body.to_string(), &headers).await
+    a2a::call_with(agent, &headers, method, params).await
 }
 
 fn text_message(text: &str, task: Option<&str>) -> Value {
@@ -573,9 +573,7 @@ async fn streams_and_tasks_of_others_stay_hidden() {
         .get_with(&format!("/conversations/{id}"), &script)
         .await;
     assert_eq!(status, 404);
-    let rpc_as = |method: &str| {
-        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": id}}).to_string()
-    };
+    let rpc_as = |method: &str| a2a::request(method, json!({"id": id})).to_string();
     let (_, got) = agent.post_with("/a2a", rpc_as("tasks/get"), &script).await;
     assert_eq!(got["error"]["code"], -32001, "{got}");
     let (_, canceled) = agent

@@ -4,35 +4,18 @@
 //! through A2A, on a sub-agent behind a proxy approval; one reminder on
 //! the operator inbox; a bad duration stops the start.
 
-use std::future::Future;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use asg_tests::a2a::rpc;
 use asg_tests::sse::EventStream;
 use asg_tests::{
-    Agent, AgentOptions, approval_uuid, binary, config_with, conversation_id, testdata,
+    Agent, AgentOptions, approval_uuid, binary, config_with, conversation_id, poll, testdata,
     tool_messages,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-
-/// Polls `check` every 100 ms until it yields a value; panics with
-/// `what` after `limit`.
-async fn poll<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// A conversation waiting for the approval of adding `name`: (id, uuid,
 /// the approval).
@@ -46,14 +29,17 @@ async fn pending_add(agent: &Agent, name: &str) -> (String, String, Value) {
     (conversation_id(&answer), approval_uuid(&answer), approval)
 }
 
-/// The conversation once it no longer waits for approval (up to 15 s).
+/// The conversation once it no longer waits for approval and the turn
+/// that tells the model has ended (up to 15 s).
 async fn settled(agent: &Agent, id: &str) -> Value {
     poll(
         "the approval to expire",
         Duration::from_secs(15),
         || async {
             let conversation = agent.conversation(id).await;
-            (conversation["status"] != "waiting_approval").then_some(conversation)
+            (conversation["status"] != "waiting_approval"
+                && conversation["turn_in_progress"] != true)
+                .then_some(conversation)
         },
     )
     .await
@@ -211,14 +197,6 @@ approval:
         agent.conversation(&slow).await["status"],
         "waiting_approval"
     );
-}
-
-/// One JSON-RPC call on `POST /a2a`; the whole response (HTTP 200).
-async fn rpc(agent: &Agent, method: &str, params: Value) -> Value {
-    let request = json!({"jsonrpc": "2.0", "id": "expiry-1", "method": method, "params": params});
-    let (status, body) = agent.post("/a2a", request).await;
-    assert_eq!(status, 200, "{method}: {body}");
-    body
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use asg_tests::a2a::rpc_with;
 use asg_tests::oidc::OidcProvider;
 use asg_tests::recording_proxy::RecordingProxy;
 use asg_tests::tool_server::ToolServer;
@@ -134,10 +135,7 @@ async fn an_edit_is_judged_by_the_rules_like_a_new_call() {
 
 /// One A2A JSON-RPC call with `caller`'s token.
 async fn a2a(agent: &Agent, caller: &Caller, method: &str, params: Value) -> Value {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let (status, body) = caller.post(agent, "/a2a", request).await;
-    assert_eq!(status, 200, "{body}");
-    body
+    rpc_with(agent, &[("authorization", &caller.header)], method, params).await
 }
 
 /// An A2A message to task `id` with text and a decision part.

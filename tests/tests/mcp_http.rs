@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use asg_tests::tool_server::ToolServer;
 use asg_tests::{
-    Agent, AgentOptions, approval_uuid, binary, conversation_id, response_text, testdata,
-    tool_messages,
+    Agent, AgentOptions, approval_uuid, binary, conversation_id, destructive_hint, response_text,
+    testdata, tool_messages,
 };
 use serde_json::json;
 
@@ -84,15 +84,7 @@ async fn an_agent_uses_mcp_resources_over_streamable_http() {
     .await;
     let (status, tools) = agent.get("/tools").await;
     assert_eq!(status, 200, "{tools}");
-    let hint = |name: &str| {
-        tools["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("{name} missing from {tools}"))["destructiveHint"]
-            .clone()
-    };
+    let hint = |name: &str| destructive_hint(&tools, name);
     assert_eq!(hint("resources_list"), json!(false));
     assert_eq!(hint("resources_add"), json!(true));
     assert_eq!(hint("resources_remove"), json!(true));

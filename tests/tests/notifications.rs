@@ -7,11 +7,11 @@
 //! once by the replica that changed the task, a replica's old
 //! `a2a-push.json` imported).
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
+use asg_tests::a2a::{call_with, rpc, rpc_with, send_params};
 use asg_tests::fake_http::{FakeHttp, Recorded, Reply};
-use asg_tests::{Agent, AgentOptions, approval_uuid, config_with, conversation_id};
+use asg_tests::{Agent, AgentOptions, approval_uuid, config_with, conversation_id, poll};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -22,22 +22,6 @@ const ALICE_KEY: &str = "alice-key-0123456789abcdef";
 const BOB_KEY: &str = "bob-key-0123456789abcdef";
 const ADMIN_KEY: &str = "admin-key-0123456789abcdef";
 const ADD: &str = "add resource x with value 1";
-
-/// Polls `check` every 50 ms until it yields a value; panics after `limit`.
-async fn poll<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// Waits until `fake` has recorded `n` requests to `path`.
 async fn requests_to(fake: &FakeHttp, path: &str, n: usize, limit: Duration) -> Vec<Recorded> {
@@ -238,26 +222,10 @@ async fn receivers_that_are_down_or_hang_do_not_slow_turns_or_shutdown() {
     );
 }
 
-/// One JSON-RPC call on `POST /a2a` with extra headers.
+/// One JSON-RPC call on `POST /a2a` with `key` as `x-api-key`.
 async fn rpc_as(agent: &Agent, key: Option<&str>, method: &str, params: Value) -> Value {
-    let request = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
     let headers: Vec<(&str, &str)> = key.map(|k| ("x-api-key", k)).into_iter().collect();
-    let (status, body) = agent.post_with("/a2a", request.to_string(), &headers).await;
-    assert_eq!(status, 200, "{method}: {body}");
-    body
-}
-
-async fn rpc(agent: &Agent, method: &str, params: Value) -> Value {
-    rpc_as(agent, None, method, params).await
-}
-
-fn send_params(text: &str, task: Option<&str>) -> Value {
-    let mut message = json!({"role": "user", "messageId": uuid::Uuid::new_v4().to_string(),
-        "parts": [{"kind": "text", "text": text}], "kind": "message"});
-    if let Some(task) = task {
-        message["taskId"] = json!(task);
-    }
-    json!({"message": message})
+    rpc_with(agent, &headers, method, params).await
 }
 
 fn push_config(url: &str, id: Option<&str>) -> Value {
@@ -564,9 +532,13 @@ async fn only_the_owner_manages_push_configs_and_they_survive_a_restart() {
     )
     .await;
     assert_eq!(bob["error"]["code"], -32001, "{bob}");
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/list",
-        "params": {"id": task}});
-    let (status, anonymous) = agent.post("/a2a", list).await;
+    let (status, anonymous) = call_with(
+        &agent,
+        &[],
+        "tasks/pushNotificationConfig/list",
+        json!({"id": task}),
+    )
+    .await;
     assert_eq!(status, 401, "{anonymous}");
     // The REST view of the conversation does not show the callback.
     let (_, conversation) = agent

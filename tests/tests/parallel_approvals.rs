@@ -2,6 +2,7 @@
 //! for their own approval (`allow_destructive` unset), decided one by one
 //! in either order, with a restart between the decisions.
 
+use asg_tests::a2a::rpc;
 use asg_tests::{Agent, AgentOptions, conversation_id, testdata};
 use serde_json::{Value, json};
 
@@ -166,14 +167,6 @@ async fn a_rejected_branch_reports_its_refusal_and_the_other_goes_on_in_the_othe
         .filter(|m| m["node"] == "adder-a" && m["role"] == "assistant")
         .count();
     assert_eq!(a_answers, 1, "only its tool call: {done}");
-}
-
-/// One JSON-RPC call on `POST /a2a`; the whole response.
-async fn rpc(agent: &Agent, method: &str, params: Value) -> Value {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let (status, body) = agent.post("/a2a", request).await;
-    assert_eq!(status, 200, "{method}: {body}");
-    body
 }
 
 fn a2a_message(task: Option<&str>, parts: Value) -> Value {

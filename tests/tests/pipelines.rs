@@ -2,35 +2,8 @@
 //! flow, pause/resume across restarts, nested pauses, rejection, parallel
 //! branches, loops with exit_loop and max_iterations.
 
-use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, testdata};
-use serde_json::{Value, json};
-
-/// `(node, role, content)` of every message, in order.
-fn trace(conversation: &Value) -> Vec<(String, String, String)> {
-    conversation["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["node"].as_str().unwrap_or("").to_string(),
-                m["role"].as_str().unwrap().to_string(),
-                m["content"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
-/// The order in which nodes first appear in the trace.
-fn node_order(conversation: &Value) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    for (node, _, _) in trace(conversation) {
-        if !node.is_empty() && !order.contains(&node) {
-            order.push(node);
-        }
-    }
-    order
-}
+use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, node_order, testdata, trace};
+use serde_json::json;
 
 async fn resource_count(agent: &Agent) -> usize {
     // Ask the pipeline itself: "list" runs resources_list in the executor.

@@ -18,8 +18,8 @@ use asg_tests::fake_gemini::{
     FAKE_GEMINI_KEY, FakeGemini, FunctionResponse, GeminiCall, GeminiReply,
 };
 use asg_tests::{
-    Agent, AgentOptions, approval_uuid, assert_error, binary, conversation_id, testdata,
-    tool_calls, tool_messages,
+    Agent, AgentOptions, approval_uuid, assert_error, binary, conversation_id, node_order,
+    testdata, tool_calls, tool_messages, trace,
 };
 use serde_json::{Value, json};
 
@@ -341,36 +341,6 @@ fn verifier(call: &GeminiCall) -> GeminiReply {
 
 // ---------------------------------------------------------------------
 // Reading the agent's answers
-
-/// `(node, role, content)` of every message, in order.
-fn trace(conversation: &Value) -> Vec<(String, String, String)> {
-    conversation["messages"]
-        .as_array()
-        .map(|messages| {
-            messages
-                .iter()
-                .map(|m| {
-                    (
-                        m["node"].as_str().unwrap_or("").to_string(),
-                        m["role"].as_str().unwrap_or("").to_string(),
-                        m["content"].as_str().unwrap_or("").to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The nodes in the order they first appear.
-fn node_order(conversation: &Value) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    for (node, _, _) in trace(conversation) {
-        if !node.is_empty() && !order.contains(&node) {
-            order.push(node);
-        }
-    }
-    order
-}
 
 /// Tool results of `tool` in a conversation.
 fn results_of(conversation: &Value, tool: &str) -> Vec<Value> {

@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use asg_tests::a2a::{rpc, send_params};
 use asg_tests::pg::TestDb;
 use asg_tests::sse::EventStream;
 use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, testdata};
@@ -316,23 +317,10 @@ async fn a_change_is_one_webhook_and_reaches_every_replicas_inbox() {
     assert_eq!(count("approval.decided"), 1, "{kinds:?}");
 }
 
-/// One A2A JSON-RPC call to `agent`.
-async fn rpc(agent: &Agent, method: &str, params: Value) -> Value {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let (status, body) = agent.post("/a2a", request).await;
-    assert_eq!(status, 200, "{method}: {body}");
-    body
-}
-
 fn message(text: &str, task: Option<&str>, context: &str) -> Value {
-    let mut message = json!({
-        "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(), "role": "user",
-        "parts": [{"kind": "text", "text": text}], "contextId": context,
-    });
-    if let Some(task) = task {
-        message["taskId"] = json!(task);
-    }
-    json!({ "message": message })
+    let mut params = send_params(text, task);
+    params["message"]["contextId"] = json!(context);
+    params
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,6 +1,6 @@
 //! TS-001 and the basic approval flow against the real binaries.
 
-use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, testdata};
+use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, destructive_hint, testdata};
 use serde_json::json;
 
 #[tokio::test]
@@ -17,15 +17,7 @@ async fn ts001_starts_and_lists_tools_with_hints() {
     );
     let (status, tools) = agent.get("/tools").await;
     assert_eq!(status, 200);
-    let hint = |name: &str| {
-        tools["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("{name} missing from {tools}"))["destructiveHint"]
-            .clone()
-    };
+    let hint = |name: &str| destructive_hint(&tools, name);
     assert_eq!(hint("resources_list"), json!(false));
     assert_eq!(hint("resources_add"), json!(true));
     assert_eq!(hint("resources_remove"), json!(true));

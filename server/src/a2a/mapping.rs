@@ -305,7 +305,7 @@ fn last_spoken(conversation: &Conversation) -> Option<&Message> {
 
 #[cfg(test)]
 mod tests {
-    use asg_shared::ToolCall;
+    use asg_shared::{ToolCall, fixtures};
     use serde_json::json;
     use uuid::Uuid;
 
@@ -313,42 +313,24 @@ mod tests {
 
     fn message(role: Role, content: &str) -> Message {
         Message {
-            id: Uuid::new_v4(),
-            role,
-            content: content.into(),
-            tool_call: None,
-            tool_result: None,
-            node: None,
-            is_error: false,
             created_at: Utc::now(),
+            ..fixtures::message(role, content)
         }
     }
 
     fn conversation(messages: Vec<Message>) -> Conversation {
         let now = Utc::now();
         Conversation {
-            id: Uuid::new_v4(),
-            session_id: "abcd1234".into(),
-            status: ConversationStatus::Active,
             messages: [vec![message(Role::System, "prompt")], messages].concat(),
-            pending_approvals: Vec::new(),
-            pending_approval: None,
-            pipeline_state: None,
-            turn_in_progress: false,
-            owner: None,
-            decisions: Vec::new(),
-            grants: Vec::new(),
-            a2a_context_id: None,
             created_at: now,
             updated_at: now,
+            ..fixtures::conversation()
         }
     }
 
     fn pending(conversation_id: Uuid) -> PendingApproval {
         PendingApproval {
-            uuid: Uuid::new_v4(),
             conversation_id,
-            tool_name: "resources_add".into(),
             tool_args: json!({"name": "a", "value": 1})
                 .as_object()
                 .cloned()
@@ -356,20 +338,10 @@ mod tests {
             description: "resources_add with arguments {\"name\":\"a\"}".into(),
             created_at: Utc::now(),
             call_id: "c1".into(),
-            node: None,
-            state: ApprovalState::Pending,
             remote_task_id: Some("remote-1".into()),
             remote_agent_name: Some("agent-b".into()),
             remote_approval_uuid: Some("u-remote".into()),
-            requested_by: None,
-            approvers: Vec::new(),
-            rule: None,
-            no_edit: false,
-            config_hash: None,
-            config_changed: false,
-            expires_at: None,
-            remind_at: None,
-            reminded: false,
+            ..fixtures::pending_approval("resources_add")
         }
     }
 

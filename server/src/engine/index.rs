@@ -503,19 +503,9 @@ mod tests {
     fn conversation(id: Uuid) -> Conversation {
         Conversation {
             id,
-            session_id: "abcd1234".into(),
-            status: asg_shared::ConversationStatus::Active,
-            messages: vec![],
-            pending_approvals: Vec::new(),
-            pending_approval: None,
-            pipeline_state: None,
-            turn_in_progress: false,
-            owner: None,
-            decisions: Vec::new(),
-            grants: Vec::new(),
-            a2a_context_id: None,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
+            ..asg_shared::fixtures::conversation()
         }
     }
 

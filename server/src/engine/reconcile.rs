@@ -186,6 +186,7 @@ async fn settle_claimed(
 
 #[cfg(test)]
 mod tests {
+    use asg_shared::fixtures;
     use chrono::Utc;
     use serde_json::json;
 
@@ -193,27 +194,14 @@ mod tests {
 
     fn pending() -> PendingApproval {
         PendingApproval {
-            uuid: Uuid::new_v4(),
             conversation_id: Uuid::new_v4(),
-            tool_name: "resources_add".into(),
-            tool_args: serde_json::Map::new(),
             description: "d".into(),
             created_at: Utc::now(),
             call_id: "c1".into(),
-            node: None,
-            state: ApprovalState::Pending,
             remote_task_id: Some("t1".into()),
             remote_agent_name: Some("b".into()),
             remote_approval_uuid: Some("x".into()),
-            requested_by: None,
-            approvers: Vec::new(),
-            rule: None,
-            no_edit: false,
-            config_hash: None,
-            config_changed: false,
-            expires_at: None,
-            remind_at: None,
-            reminded: false,
+            ..fixtures::pending_approval("resources_add")
         }
     }
 

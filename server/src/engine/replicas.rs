@@ -246,20 +246,33 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
-    use asg_shared::{ApprovalDecision, ConversationStatus};
+    use asg_shared::{ApprovalDecision, ConversationStatus, PendingApproval, fixtures};
     use chrono::Utc;
 
     use super::*;
 
     fn waiting(uuid: Uuid) -> Conversation {
-        serde_json::from_value(serde_json::json!({
-            "id": Uuid::from_u128(7), "session_id": "abcd1234", "status": "waiting_approval",
-            "messages": [], "created_at": Utc::now(), "updated_at": Utc::now(),
-            "pending_approvals": [{"uuid": uuid, "conversation_id": Uuid::from_u128(7),
-                "tool_name": "resources_add", "tool_args": {"name": "a", "value": 1},
-                "description": "", "created_at": Utc::now(), "call_id": "c1"}]
-        }))
-        .unwrap()
+        let id = Uuid::from_u128(7);
+        let mut conversation = Conversation {
+            id,
+            status: ConversationStatus::WaitingApproval,
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+            ..fixtures::conversation()
+        };
+        conversation.set_pending(vec![PendingApproval {
+            uuid,
+            conversation_id: id,
+            tool_args: serde_json::json!({"name": "a", "value": 1})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            description: String::new(),
+            created_at: Utc::now(),
+            call_id: "c1".into(),
+            ..fixtures::pending_approval("resources_add")
+        }]);
+        conversation
     }
 
     #[test]

@@ -197,5 +197,4 @@ impl LlmClient for ClaudeClient {
 }
 
 #[cfg(test)]
-#[path = "claude_tests.rs"]
 mod tests;

@@ -234,5 +234,4 @@ impl LlmClient for GeminiClient {
 }
 
 #[cfg(test)]
-#[path = "gemini_tests.rs"]
 mod tests;

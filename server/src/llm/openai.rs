@@ -200,5 +200,4 @@ impl LlmClient for OpenAiClient {
 }
 
 #[cfg(test)]
-#[path = "openai_tests.rs"]
 mod tests;

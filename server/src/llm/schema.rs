@@ -337,5 +337,4 @@ fn add_format(out: &mut Map<String, Value>, format: Option<&str>) {
 }
 
 #[cfg(test)]
-#[path = "schema_tests.rs"]
 mod tests;

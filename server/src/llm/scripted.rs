@@ -415,5 +415,4 @@ impl LlmClient for ScriptedModel {
 }
 
 #[cfg(test)]
-#[path = "scripted_tests.rs"]
 mod tests;

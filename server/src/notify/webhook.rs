@@ -212,23 +212,23 @@ pub async fn dispatch(
 
 #[cfg(test)]
 mod tests {
-    use asg_shared::{ApprovalDecision, PendingApproval};
+    use asg_shared::{ApprovalDecision, PendingApproval, fixtures};
 
     use super::*;
 
-    // Built from JSON, so fields added later with defaults need no change.
     fn pending() -> PendingApproval {
-        serde_json::from_value(json!({
-            "uuid": Uuid::from_u128(2),
-            "conversation_id": Uuid::from_u128(1),
-            "tool_name": "resources_add",
-            "tool_args": {"name": "x", "value": 1},
-            "description": "add x",
-            "created_at": "2026-01-02T03:04:05Z",
-            "call_id": "c1",
-            "state": "pending",
-        }))
-        .unwrap()
+        PendingApproval {
+            uuid: Uuid::from_u128(2),
+            conversation_id: Uuid::from_u128(1),
+            tool_args: json!({"name": "x", "value": 1})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            description: "add x".into(),
+            created_at: "2026-01-02T03:04:05Z".parse().unwrap(),
+            call_id: "c1".into(),
+            ..fixtures::pending_approval("resources_add")
+        }
     }
 
     fn resolved(subject: &str, role: &str) -> InboxEvent {

@@ -483,7 +483,7 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use asg_shared::{ConversationStatus, Message, Role};
+    use asg_shared::{ConversationStatus, Message, Role, fixtures};
     use chrono::Utc;
 
     use super::*;
@@ -491,29 +491,13 @@ mod tests {
     fn conversation() -> Conversation {
         let now = Utc::now();
         Conversation {
-            id: Uuid::new_v4(),
-            session_id: "abcd1234".into(),
-            status: ConversationStatus::Active,
             messages: vec![Message {
-                id: Uuid::new_v4(),
-                role: Role::System,
-                content: "prompt".into(),
-                tool_call: None,
-                tool_result: None,
-                node: None,
-                is_error: false,
                 created_at: now,
+                ..fixtures::message(Role::System, "prompt")
             }],
-            pending_approvals: Vec::new(),
-            pending_approval: None,
-            pipeline_state: None,
-            turn_in_progress: false,
-            owner: None,
-            decisions: Vec::new(),
-            grants: Vec::new(),
-            a2a_context_id: None,
             created_at: now,
             updated_at: now,
+            ..fixtures::conversation()
         }
     }
 

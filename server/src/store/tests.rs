@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use asg_shared::{Conversation, ConversationStatus, Message, Role};
+use asg_shared::{Conversation, ConversationStatus, Message, Role, fixtures};
 use chrono::{Duration, Utc};
 use sqlx::Connection;
 use uuid::Uuid;
@@ -48,32 +48,15 @@ async fn blocking<T: Send + 'static>(
 
 fn conversation(minutes_ago: i64, text: &str) -> Conversation {
     let at = Utc::now() - Duration::minutes(minutes_ago);
-    let mut message = Message {
-        id: Uuid::new_v4(),
-        role: Role::User,
-        content: text.to_string(),
-        node: None,
-        tool_call: None,
-        tool_result: None,
-        is_error: false,
-        created_at: at,
-    };
-    message.created_at = at;
     Conversation {
-        id: Uuid::new_v4(),
-        session_id: "abcd1234".into(),
-        status: ConversationStatus::Active,
-        messages: vec![message],
-        pending_approval: None,
-        pending_approvals: Vec::new(),
-        pipeline_state: None,
-        turn_in_progress: false,
+        messages: vec![Message {
+            created_at: at,
+            ..fixtures::message(Role::User, text)
+        }],
         owner: Some("alice".into()),
-        decisions: Vec::new(),
-        grants: Vec::new(),
-        a2a_context_id: None,
         created_at: at,
         updated_at: at,
+        ..fixtures::conversation()
     }
 }
 

@@ -1,17 +1,14 @@
 //! Test builders for conversations and messages.
+//!
+//! Thin wrappers over `asg_shared::fixtures` with deterministic ids and
+//! times, so expected values can be written out.
 
-use asg_shared::{
-    ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall,
-    ToolResult,
-};
-use chrono::{DateTime, TimeZone, Utc};
+use asg_shared::{Conversation, Message, PendingApproval, Role, ToolCall, ToolResult, fixtures};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 /// A fixed instant plus `seconds`.
-pub fn at(seconds: i64) -> DateTime<Utc> {
-    Utc.timestamp_opt(1_750_000_000 + seconds, 0).unwrap()
-}
+pub use asg_shared::fixtures::at;
 
 /// A deterministic uuid from a small number.
 pub fn id(n: u128) -> Uuid {
@@ -22,13 +19,8 @@ pub fn id(n: u128) -> Uuid {
 pub fn message(n: u128, role: Role, content: &str) -> Message {
     Message {
         id: id(n),
-        role,
-        content: content.to_string(),
-        tool_call: None,
-        tool_result: None,
-        node: None,
-        is_error: false,
         created_at: at(n as i64),
+        ..fixtures::message(role, content)
     }
 }
 
@@ -61,19 +53,10 @@ pub fn result(n: u128, call_id: &str, name: &str, content: &str, is_error: bool)
 pub fn conversation(messages: Vec<Message>, updated: i64) -> Conversation {
     Conversation {
         id: id(1000),
-        session_id: "abcd1234".to_string(),
-        status: ConversationStatus::Active,
         messages,
-        pending_approvals: Vec::new(),
-        pending_approval: None,
-        pipeline_state: None,
-        turn_in_progress: false,
-        owner: None,
-        decisions: Vec::new(),
-        grants: Vec::new(),
-        a2a_context_id: None,
         created_at: at(0),
         updated_at: at(updated),
+        ..fixtures::conversation()
     }
 }
 
@@ -82,7 +65,6 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
     PendingApproval {
         uuid: id(n),
         conversation_id: id(1000),
-        tool_name: "resources_add".to_string(),
         tool_args: json!({"name": "web-1", "value": 42})
             .as_object()
             .cloned()
@@ -90,19 +72,6 @@ pub fn approval(n: u128, call_id: &str) -> PendingApproval {
         description: "Add resource web-1 with value 42".to_string(),
         created_at: at(n as i64),
         call_id: call_id.to_string(),
-        node: None,
-        state: ApprovalState::Pending,
-        remote_task_id: None,
-        remote_agent_name: None,
-        remote_approval_uuid: None,
-        requested_by: None,
-        approvers: Vec::new(),
-        rule: None,
-        no_edit: false,
-        config_hash: None,
-        config_changed: false,
-        expires_at: None,
-        remind_at: None,
-        reminded: false,
+        ..fixtures::pending_approval("resources_add")
     }
 }

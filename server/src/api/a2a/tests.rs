@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use asg_shared::{
-    ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall,
+    Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall, fixtures,
 };
 use axum::Router;
 use axum::body::Body;
@@ -38,14 +38,9 @@ async fn app(dir: &std::path::Path) -> Router {
 fn waiting(dir: &Path) -> (Uuid, Uuid) {
     let (id, uuid, now) = (Uuid::new_v4(), Uuid::new_v4(), Utc::now());
     let message = |role, content: &str| Message {
-        id: Uuid::new_v4(),
-        role,
-        content: content.into(),
-        tool_call: None,
-        tool_result: None,
         node: Some("root".into()),
-        is_error: false,
         created_at: now,
+        ..fixtures::message(role, content)
     };
     let args = json!({"name": "web-1", "value": 42})
         .as_object()
@@ -69,38 +64,19 @@ fn waiting(dir: &Path) -> (Uuid, Uuid) {
             message(Role::User, "add resource web-1 with value 42"),
             call,
         ],
-        pending_approvals: Vec::new(),
         pending_approval: Some(PendingApproval {
             uuid,
             conversation_id: id,
-            tool_name: "resources_add".into(),
             tool_args: args,
             description: "resources_add with arguments {\"name\":\"web-1\",\"value\":42}".into(),
             created_at: now,
             call_id: "call-1".into(),
             node: Some("root".into()),
-            state: ApprovalState::Pending,
-            remote_task_id: None,
-            remote_agent_name: None,
-            remote_approval_uuid: None,
-            requested_by: None,
-            approvers: Vec::new(),
-            rule: None,
-            no_edit: false,
-            config_hash: None,
-            config_changed: false,
-            expires_at: None,
-            remind_at: None,
-            reminded: false,
+            ..fixtures::pending_approval("resources_add")
         }),
-        pipeline_state: None,
-        turn_in_progress: false,
-        owner: None,
-        decisions: Vec::new(),
-        grants: Vec::new(),
-        a2a_context_id: None,
         created_at: now,
         updated_at: now,
+        ..fixtures::conversation()
     };
     let dir = dir.join("conversations");
     std::fs::create_dir_all(&dir).unwrap();

@@ -9,6 +9,7 @@ use std::time::Duration;
 use asg_shared::events::InboxEvent;
 use asg_shared::{
     ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall,
+    fixtures,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Map;
@@ -35,27 +36,9 @@ fn secs(n: i64) -> TimeDelta {
 
 fn approval(created_at: DateTime<Utc>) -> PendingApproval {
     PendingApproval {
-        uuid: Uuid::new_v4(),
         conversation_id: Uuid::new_v4(),
-        tool_name: "resources_add".into(),
-        tool_args: Map::new(),
-        description: "resources_add".into(),
         created_at,
-        call_id: "call_1".into(),
-        node: None,
-        state: ApprovalState::Pending,
-        remote_task_id: None,
-        remote_agent_name: None,
-        remote_approval_uuid: None,
-        requested_by: None,
-        approvers: Vec::new(),
-        rule: None,
-        no_edit: false,
-        config_hash: None,
-        config_changed: false,
-        expires_at: None,
-        remind_at: None,
-        reminded: false,
+        ..fixtures::pending_approval("resources_add")
     }
 }
 
@@ -207,16 +190,10 @@ fn waiting(mut pending: PendingApproval) -> Conversation {
         session_id: "0000abcd".into(),
         status: ConversationStatus::WaitingApproval,
         messages,
-        pending_approvals: Vec::new(),
         pending_approval: Some(pending),
-        pipeline_state: None,
-        turn_in_progress: false,
-        owner: None,
-        decisions: Vec::new(),
-        grants: Vec::new(),
-        a2a_context_id: None,
         created_at: now,
         updated_at: now,
+        ..fixtures::conversation()
     }
 }
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use asg_shared::{
-    ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall,
-    ToolResult,
+    Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall, ToolResult,
+    fixtures,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Map, Value, json};
@@ -131,16 +131,10 @@ pub fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation 
         session_id: format!("{:08x}", (index as u32).wrapping_mul(2_654_435_761)),
         status,
         messages,
-        pending_approvals: Vec::new(),
         pending_approval,
-        pipeline_state: None,
-        turn_in_progress: false,
-        owner: None,
-        decisions: Vec::new(),
-        grants: Vec::new(),
-        a2a_context_id: None,
         created_at: created,
         updated_at,
+        ..fixtures::conversation()
     }
 }
 
@@ -218,25 +212,12 @@ fn add_waiting_for_approval(
     let pending = PendingApproval {
         uuid,
         conversation_id: id,
-        tool_name: "resources_add".into(),
         tool_args: args,
         description: format!("resources_add(name={name:?}, value=42)"),
         created_at: at(6),
         call_id,
         node: Some(NODE.into()),
-        state: ApprovalState::Pending,
-        remote_task_id: None,
-        remote_agent_name: None,
-        remote_approval_uuid: None,
-        requested_by: None,
-        approvers: Vec::new(),
-        rule: None,
-        no_edit: false,
-        config_hash: None,
-        config_changed: false,
-        expires_at: None,
-        remind_at: None,
-        reminded: false,
+        ..fixtures::pending_approval("resources_add")
     };
     (messages, pending)
 }
