@@ -18,7 +18,7 @@
 //! approval `executing` in the version it starts from was left by a turn
 //! that no longer runs (its replica died and the lease expired, or its
 //! last save failed): the claim records it as interrupted
-//! ([`approval::recover_interrupted`]: "may have run", never re-run) and
+//! (the core's `Interrupted` transition: "may have run", never re-run) and
 //! saves that before its caller sees the conversation. Whatever the caller
 //! then does — even answering 409 and releasing at once — it never acts
 //! on, or gives back, a state with something in flight and nobody
@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use asg_shared::Conversation;
-use chrono::Utc;
 use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
@@ -36,7 +35,7 @@ use asg_shared::rest::ConversationList;
 
 use super::index::Slot;
 use super::page::{self, PageRequest};
-use super::{EngineError, Inner, approval, save_blocking, summarize};
+use super::{EngineError, Inner, save_blocking, summarize, transition};
 use crate::auth::policy::ReadScope;
 use crate::store::{Claim, ListQuery, Store, StoreError};
 
@@ -146,10 +145,15 @@ impl Inner {
     /// claimed version as interrupted, and saves it (see the module's
     /// documentation).
     async fn settle_leftover(&self, slot: &Arc<Slot>) -> Result<(), EngineError> {
-        let mut conversation = (*slot.snapshot()).clone();
-        if !approval::recover_interrupted(&mut conversation, Utc::now()) {
+        let snapshot = slot.snapshot();
+        let command = transition::Command::Interrupted;
+        let settled = self
+            .with_facts(|facts| transition::apply(&snapshot, transition::Who::System, command, facts))
+            .map_err(|refusal| super::refused(refusal, &snapshot))?;
+        if settled.effects.is_empty() {
             return Ok(());
         }
+        let conversation = settled.conversation;
         tracing::warn!(conversation = %conversation.id, "a turn that no longer runs left this conversation unfinished (its replica stopped, or its last save failed); recorded as interrupted, nothing re-run");
         let conversation = Arc::new(conversation);
         save_blocking(&self.store, conversation.clone()).await?;

@@ -333,7 +333,7 @@ async fn expire_turn(
     slot: &Arc<Slot>,
     uuid: Uuid,
 ) -> Result<TurnOutcome, EngineError> {
-    let conversation = approval::turn_start(&slot.snapshot());
+    let conversation = (*slot.snapshot()).clone();
     let command = transition::Command::Expire { uuid };
     let transition = inner
         .with_facts(|facts| transition::apply(&conversation, Who::System, command, facts))

@@ -684,7 +684,7 @@ async fn send_claimed(
     ctx: &RequestContext,
     text: String,
 ) -> Result<TurnOutcome, EngineError> {
-    let conversation = approval::turn_start(&slot.snapshot());
+    let conversation = (*slot.snapshot()).clone();
     let transition = inner.apply(
         ctx,
         &conversation,
@@ -726,7 +726,7 @@ async fn cancel_turn(
     ctx: &RequestContext,
     reason: Option<String>,
 ) -> Result<TurnOutcome, EngineError> {
-    let conversation = approval::turn_start(&slot.snapshot());
+    let conversation = (*slot.snapshot()).clone();
     let reason = reason.as_deref();
     let transition = inner.apply(ctx, &conversation, transition::Command::Cancel { reason })?;
     let turn = Turn::new(inner.clone(), slot, conversation, ctx);
@@ -765,7 +765,7 @@ async fn decide_claimed(
         reason,
         choice,
     } = request;
-    let conversation = approval::turn_start(&slot.snapshot());
+    let conversation = (*slot.snapshot()).clone();
     let tool = conversation
         .pending_by_uuid(uuid)
         .and_then(|p| inner.tool(&p.tool_name));
