@@ -22,7 +22,7 @@ COPY . .
 # The target directory is a build cache; the binaries are copied out of it.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p asg-server --bins \
+    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins \
  && mkdir -p /out \
  && for bin in agent mcp-resources mcp-filesystem web; do \
       cp "target/release/$bin" /out/; \

@@ -29,7 +29,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-cargo build --release -p asg-server --bins -p asg-tests --bin loadgen
+cargo build --release -p asg-server -p asg-mcp-resources --bins -p asg-tests --bin loadgen
 
 exec target/release/loadgen \
     --agent target/release/agent \

@@ -4,7 +4,7 @@
 # chat in front of it. Ctrl-C stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p asg-server --bins
+cargo build --release -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins
 bash scripts/build-web.sh
 
 ./target/release/agent --config config/demo.yaml &

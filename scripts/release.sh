@@ -92,7 +92,7 @@ ensure_linux_cross() {
 build() {
   local target=$1 var
   if [ "$target" = "$HOST_TARGET" ]; then
-    cargo build --release --locked -p asg-server --bins >&2 || return 1
+    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins >&2 || return 1
     echo "$TARGET_DIR/release"
     return
   fi
@@ -101,9 +101,9 @@ build() {
     env "CARGO_TARGET_${var}_LINKER=$CROSS_PREFIX-gcc" \
       "CC_${target//-/_}=$CROSS_PREFIX-gcc" \
       "AR_${target//-/_}=$CROSS_PREFIX-ar" \
-      cargo build --release --locked -p asg-server --bins --target "$target" >&2 || return 1
+      cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins --target "$target" >&2 || return 1
   else
-    cargo build --release --locked -p asg-server --bins --target "$target" >&2 || return 1
+    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins --target "$target" >&2 || return 1
   fi
   echo "$TARGET_DIR/$target/release"
 }

@@ -109,12 +109,12 @@ BINARIES=(agent mcp-resources mcp-filesystem web)
 if [ -n "${STACK_BIN_DIR:-}" ]; then
   BIN=$(cd "$STACK_BIN_DIR" && pwd) || die "STACK_BIN_DIR=$STACK_BIN_DIR does not exist"
 else
-  say "building the binaries (cargo build --release -p asg-server --bins)"
-  cargo build --release -p asg-server --bins
+  say "building the binaries (cargo build --release -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins)"
+  cargo build --release -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins
   BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 fi
 for bin in "${BINARIES[@]}"; do
-  [ -x "$BIN/$bin" ] || die "$BIN/$bin is missing (build it: cargo build -p asg-server --bins)"
+  [ -x "$BIN/$bin" ] || die "$BIN/$bin is missing (build it: cargo build -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins)"
 done
 
 DIST=${STACK_DIST_DIR:-$ROOT/web/dist}

@@ -85,6 +85,9 @@ cargo clippy --all-targets -- -D warnings
 cargo clippy -p asg-end2end --all-targets -- -D warnings
 cargo clippy -p asg-web --target wasm32-unknown-unknown -- -D warnings
 
+step "crate dependencies point downward (scripts/check-deps.sh)"
+bash scripts/check-deps.sh
+
 step "shared types build for wasm32 (the web chat uses them)"
 cargo build --quiet -p asg-shared --target wasm32-unknown-unknown
 

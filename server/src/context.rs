@@ -5,39 +5,9 @@
 //! never serialized and never handed to an LLM provider. It lives only in
 //! memory for the duration of the request that carried it.
 
-use std::fmt;
-use std::sync::Arc;
+pub use asg_http::BearerToken;
 
 use crate::auth::Principal;
-
-/// A caller's `Authorization: Bearer` token. Cheap to clone; redacted in
-/// `Debug` and `Display`; deliberately not `Serialize`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct BearerToken(Arc<str>);
-
-impl BearerToken {
-    /// Wraps a token (without the `Bearer ` prefix).
-    pub fn new(token: &str) -> Self {
-        BearerToken(Arc::from(token))
-    }
-
-    /// The raw token, for the outgoing `Authorization` header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for BearerToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("BearerToken(<redacted>)")
-    }
-}
-
-impl fmt::Display for BearerToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
 
 /// Header carrying how many agents a request has already passed through,
 /// so delegation cycles (A -> B -> A ...) stop at a limit.
@@ -97,13 +67,6 @@ pub fn is_valid_session_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bearer_token_never_prints_its_value() {
-        let token = BearerToken::new("s3cret-token");
-        assert!(!format!("{token:?} {token}").contains("s3cret"));
-        assert_eq!(token.expose(), "s3cret-token");
-    }
 
     #[test]
     fn session_ids_are_eight_hex_chars_and_validated() {

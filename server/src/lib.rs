@@ -1,6 +1,7 @@
-//! Agent Stop and Go, as a library: the binaries in `src/bin` are thin
-//! wrappers around [`app`] (build the server from a config) and
-//! [`resources`] (the SQLite-backed MCP server).
+//! Agent Stop and Go's agent, as a library: the `agent` binary is a thin
+//! wrapper around [`app`] (build the server from a config). The tool
+//! servers and the web server are crates of their own (`tools/`,
+//! `webserver/`); what they share with the agent is in `asg-http`.
 
 pub mod a2a;
 pub mod api;
@@ -10,16 +11,10 @@ pub mod auth;
 pub mod config;
 pub mod context;
 pub mod engine;
-pub mod filesystem;
-pub mod host_check;
 pub mod http_error;
 pub mod llm;
 pub mod mcp;
 pub mod notify;
-pub mod resources;
-pub mod service_token;
 pub mod store;
 #[cfg(test)]
 mod test_support;
-pub mod tool_http;
-pub mod web;

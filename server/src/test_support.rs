@@ -51,7 +51,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         }),
         shutdown: never_shutdown(),
         quarantined_files: 0,
-        hosts: Arc::new(crate::host_check::HostPolicy::any()),
+        hosts: Arc::new(asg_http::host_check::HostPolicy::any()),
         auth: crate::auth::Authenticator::disabled(),
     })
 }

@@ -17,7 +17,12 @@ use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-resources");
+/// The `mcp-resources` binary: another package's, so built and found by
+/// `asg_tests::binary` (Cargo sets `CARGO_BIN_EXE_*` for a package's own
+/// binaries only).
+fn mcp_resources() -> String {
+    asg_tests::binary("mcp-resources").display().to_string()
+}
 
 struct Agent {
     app: App,
@@ -40,7 +45,8 @@ async fn start(mut config: AgentConfig) -> Agent {
     let dir = tempfile::tempdir().unwrap();
     config.data_dir = dir.path().to_path_buf();
     let db = dir.path().join("res.db").display().to_string();
-    let tools = format!("{{ name: resources, command: '{BIN}', args: ['--db', '{db}'] }}");
+    let bin = mcp_resources();
+    let tools = format!("{{ name: resources, command: '{bin}', args: ['--db', '{db}'] }}");
     config.mcp_servers = vec![serde_yaml_server(&tools)];
     let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata");
     let app = App::build(config, &testdata, &|_| None).await.unwrap();

@@ -14,12 +14,17 @@ use agent_server::mcp::registry::RegistryOptions;
 use agent_server::mcp::{ToolCallError, ToolRegistry};
 use serde_json::{Map, Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-resources");
+/// The `mcp-resources` binary: another package's, so built and found by
+/// `asg_tests::binary` (Cargo sets `CARGO_BIN_EXE_*` for a package's own
+/// binaries only).
+fn mcp_resources() -> String {
+    asg_tests::binary("mcp-resources").display().to_string()
+}
 
 fn resources(dir: &Path, env: &[(&str, &str)], timeout_secs: u64) -> McpServerConfig {
     McpServerConfig {
         name: "resources".into(),
-        command: Some(BIN.into()),
+        command: Some(mcp_resources()),
         args: vec!["--db".into(), db_path(dir).display().to_string()],
         env: env
             .iter()
@@ -453,7 +458,7 @@ impl LateServer {
             ),
         )
         .unwrap();
-        let child = std::process::Command::new(BIN)
+        let child = std::process::Command::new(mcp_resources())
             .arg("--config")
             .arg(&config)
             .stdin(std::process::Stdio::null())

@@ -78,13 +78,28 @@ pub fn testdata(name: &str) -> PathBuf {
     workspace_root().join("testdata").join(name)
 }
 
-/// Path of a freshly built debug binary of the server crate.
+/// The packages of the binaries the scenarios run: the agent (`agent`),
+/// the tool servers (`mcp-resources`, `mcp-filesystem`) and the web
+/// server (`web`).
+pub const BINARY_PACKAGES: [&str; 4] = [
+    "asg-server",
+    "asg-mcp-resources",
+    "asg-mcp-filesystem",
+    "asg-web-server",
+];
+
+/// Path of a freshly built debug binary (`agent`, `mcp-resources`,
+/// `mcp-filesystem`, `web`); the first call builds them all.
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let dir = BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut args = vec!["build", "--quiet", "--bins"];
+        for package in BINARY_PACKAGES {
+            args.extend(["-p", package]);
+        }
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "asg-server", "--bins"])
+            .args(args)
             .current_dir(workspace_root())
             .status()
             .expect("cannot run cargo build for the server binaries");

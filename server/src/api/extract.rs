@@ -2,6 +2,7 @@
 //! text rejections: JSON bodies, UUID path segments, and the request
 //! context (session id, bearer token).
 
+use asg_http::CLIENT_HEADER;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
@@ -118,10 +119,6 @@ pub fn request_context(headers: &HeaderMap, session: Option<&SessionId>) -> Requ
         a2a_context: None,
     }
 }
-
-/// Header the web chat's proxy sets (`web`), recorded as `via` on
-/// decisions. A label for the audit trail, not a credential.
-pub const CLIENT_HEADER: &str = "x-asg-client";
 
 /// The authenticated caller of a request (the anonymous principal when
 /// authentication is off).

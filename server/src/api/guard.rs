@@ -5,7 +5,7 @@
 //!   still carry `Host: evil.example`. When the agent listens on a loopback
 //!   address, only loopback names (and `allowed_hosts`) are answered; other
 //!   hosts get 421. On other addresses the check applies once
-//!   `allowed_hosts` is set. The check itself is `crate::host_check`,
+//!   `allowed_hosts` is set. The check itself is `asg_http::host_check`,
 //!   shared with the web server and the tool servers.
 //! - **Cross-site simple requests:** a form or `fetch` without preflight
 //!   can only send `text/plain`, form or multipart bodies. A state-changing
@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use asg_http::host_check::HostPolicy;
 use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
@@ -21,7 +22,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use crate::host_check::HostPolicy;
 
 /// Longest content type echoed back in an error message.
 const MAX_ECHOED: usize = 100;
@@ -67,11 +67,11 @@ fn check_content_type(request: &Request) -> Result<(), ApiError> {
     ))
 }
 
-/// The middleware: Host first (421, `crate::host_check`), then the
+/// The middleware: Host first (421, `asg_http::host_check`), then the
 /// content type (415).
 pub async fn guard(State(hosts): State<Arc<HostPolicy>>, request: Request, next: Next) -> Response {
     if let Err(message) = hosts.check(request.headers(), request.uri()) {
-        return crate::host_check::misdirected(message).into_response();
+        return asg_http::host_check::misdirected(message).into_response();
     }
     if let Err(error) = check_content_type(&request) {
         return error.into_response();

@@ -46,8 +46,8 @@ pub struct AppState {
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// Conversation files the store set aside at startup (`GET /health`).
     pub quarantined_files: usize,
-    /// Which `Host` headers are answered ([`guard`], `crate::host_check`).
-    pub hosts: Arc<crate::host_check::HostPolicy>,
+    /// Which `Host` headers are answered ([`guard`], `asg_http::host_check`).
+    pub hosts: Arc<asg_http::host_check::HostPolicy>,
     /// Who may call ([`auth`]).
     pub auth: crate::auth::Authenticator,
 }

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
+use asg_http::host_check::HostPolicy;
 use axum::Router;
 use tokio::net::TcpListener;
 
@@ -21,7 +22,6 @@ use crate::engine::rules::ApprovalRules;
 use crate::engine::{
     DecisionPolicy, Engine, EngineLimits, EngineParts, ExpiryPolicy, HistoryBudget,
 };
-use crate::host_check::HostPolicy;
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
 use crate::notify::Notifier;
@@ -174,11 +174,6 @@ impl App {
     }
 }
 
-/// Default log filter when `RUST_LOG` is unset: `info`, but rmcp's
-/// per-connection chatter (its `peer_info` dump, task lifecycle) only from
-/// `warn` up.
-pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
-
 /// Where the agent keeps its state.
 struct Storage {
     store: Arc<dyn Store>,
@@ -328,57 +323,4 @@ fn warn_if_open(config: &AgentConfig, auth: &Authenticator) {
             "NO AUTHENTICATION: the agent listens on a non-loopback address without an `auth:` section; anyone who can reach it can read conversations and approve destructive actions"
         );
     }
-}
-
-/// Logging for the server binaries: plain text, `RUST_LOG` (default
-/// [`DEFAULT_LOG_FILTER`]).
-pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()),
-        )
-        .with_ansi(false)
-        .init();
-}
-
-/// What a server binary's `main` does with its `run` result: exit 0, or
-/// print the error and exit 2.
-pub fn exit_code(result: Result<(), String>) -> std::process::ExitCode {
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            std::process::ExitCode::from(2)
-        }
-    }
-}
-
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutdown signal received");
 }

@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_server::app::{App, exit_code, init_logging, shutdown_signal};
+use agent_server::app::App;
 use agent_server::config::AgentConfig;
 use agent_server::store::postgres;
+use asg_http::process::{exit_code, init_logging, shutdown_signal};
 use clap::Parser;
 
 /// Agent Stop and Go: an agent server that stops before destructive actions

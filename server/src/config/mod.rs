@@ -673,7 +673,7 @@ impl AgentConfig {
 
     fn validate(&mut self) -> Result<(), (String, String)> {
         self.validate_basics()?;
-        crate::host_check::validate_allowed_hosts(&self.allowed_hosts)?;
+        asg_http::host_check::validate_allowed_hosts(&self.allowed_hosts)?;
         if let Some(root) = &self.agent {
             tree::validate_tree(root, "agent")?;
         }

@@ -184,7 +184,7 @@ impl McpServer {
                 url: expand(url),
                 service_token: match &config.auth_token_env {
                     Some(var) => Some(ServiceToken {
-                        token: crate::service_token::from_env(
+                        token: asg_http::service_token::from_env(
                             &format!("MCP server {name:?}: auth_token_env"),
                             var,
                             env,

@@ -198,7 +198,7 @@ fn locate(path: &Path) -> Result<PathBuf> {
         }
     }
     bail!(
-        "{} not found (build it with `cargo build --release -p asg-server --bins`?)",
+        "{} not found (build it with `cargo build --release -p asg-server -p asg-mcp-resources --bins`?)",
         path.display()
     )
 }

@@ -6,11 +6,10 @@
 //! a DNS-rebinding page on `evil.example:3000` (resolved to 127.0.0.1)
 //! sends `Host: evil.example:3000` and `Origin: http://evil.example:3000`,
 //! which match each other but no configured origin. (Its `Host` is
-//! refused earlier anyway, by `crate::host_check`.)
+//! refused earlier anyway, by `asg_http::host_check`.)
 
+use asg_http::host_check::is_loopback_name;
 use axum::http::{HeaderMap, Method};
-
-use crate::host_check::is_loopback_name;
 
 /// Why a request was refused as cross-site.
 #[derive(Debug, Clone, PartialEq, Eq)]

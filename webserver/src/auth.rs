@@ -111,7 +111,7 @@ impl WebAuth {
             .http
             .get(format!("{}/me", self.agent_url))
             .bearer_auth(token)
-            .header(crate::api::extract::CLIENT_HEADER, "web")
+            .header(asg_http::CLIENT_HEADER, "web")
             .send()
             .await
             .map_err(|_| format!("cannot reach the agent at {}", self.agent_url))?;

@@ -49,10 +49,8 @@ async fn main() -> ExitCode {
         )
         .init();
     let Some(config_path) = args.config else {
-        let db = args
-            .db
-            .unwrap_or_else(agent_server::resources::default_db_path);
-        return match agent_server::resources::serve_stdio(db).await {
+        let db = args.db.unwrap_or_else(asg_mcp_resources::default_db_path);
+        return match asg_mcp_resources::serve_stdio(db).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!("mcp-resources failed: {e:#}");
@@ -60,7 +58,7 @@ async fn main() -> ExitCode {
             }
         };
     };
-    let mut config = match agent_server::resources::http::HttpConfig::load(&config_path) {
+    let mut config = match asg_mcp_resources::http::HttpConfig::load(&config_path) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("error: {message}");
@@ -83,8 +81,8 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let shutdown = agent_server::app::shutdown_signal();
-    match agent_server::resources::http::serve_http(config, access, shutdown).await {
+    let shutdown = asg_http::process::shutdown_signal();
+    match asg_mcp_resources::http::serve_http(config, access, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

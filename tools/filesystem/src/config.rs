@@ -1,7 +1,7 @@
 //! `config/mcp-filesystem.yaml`: the reference's shape — `host` (default
 //! `0.0.0.0`), `port` (default 8091), `max_full_read_size` (bytes, default
 //! 1 MiB) and `roots: [{name, path, allowed_tools}]`; over HTTP also
-//! `allowed_hosts` and `auth_token_env` (see `tool_http::Access`).
+//! `allowed_hosts` and `auth_token_env` (see `asg_tool_http::Access`).
 //!
 //! Unknown keys are errors naming the field. After parsing, [`FsConfig::parse`]
 //! checks what needs no filesystem: at least one root, names unique and not
@@ -113,8 +113,8 @@ impl FsConfig {
     /// Who may call `/mcp` when serving HTTP on `listen_host` (the
     /// service token read from the environment now; an error names the
     /// variable).
-    pub fn access(&self, listen_host: &str) -> Result<crate::tool_http::Access, String> {
-        crate::tool_http::Access::new(
+    pub fn access(&self, listen_host: &str) -> Result<asg_tool_http::Access, String> {
+        asg_tool_http::Access::new(
             "mcp-filesystem",
             listen_host,
             &self.allowed_hosts,
@@ -131,7 +131,7 @@ impl FsConfig {
         if self.max_full_read_size == 0 {
             return Err("max_full_read_size: must be at least 1 byte".into());
         }
-        crate::host_check::validate_allowed_hosts(&self.allowed_hosts)
+        asg_http::host_check::validate_allowed_hosts(&self.allowed_hosts)
             .map_err(|(field, problem)| format!("{field}: {problem}"))?;
         let mut names = BTreeSet::new();
         for (i, root) in self.roots.iter().enumerate() {
@@ -195,13 +195,28 @@ mod tests {
 
     #[test]
     fn the_reference_file_parses() {
-        let reference =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/reference/mcp-filesystem.yaml");
+        let reference = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/reference/mcp-filesystem.yaml");
         let config = FsConfig::load(&reference).unwrap();
         assert_eq!(config.port, 8091);
         assert!(config.roots.len() >= 2, "{config:?}");
-        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/mcp-filesystem.yaml");
+        let shipped =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/mcp-filesystem.yaml");
         FsConfig::load(&shipped).unwrap();
+    }
+
+    /// The compose service answers its name and requires the token agent
+    /// C sends (the agent's config tests check that side).
+    #[test]
+    fn the_compose_service_answers_its_name_and_needs_the_token() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/compose/mcp-filesystem.yaml");
+        let config = FsConfig::load(&path).unwrap();
+        assert_eq!(config.allowed_hosts, ["mcp-filesystem"]);
+        assert_eq!(
+            config.auth_token_env.as_deref(),
+            Some("MCP_FILESYSTEM_TOKEN")
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `./data/resources.db`), plus `allowed_hosts` (names answered besides
 //! loopback ones, on any address) and `auth_token_env` (the variable
 //! holding the service token `/mcp` requires); unknown keys are errors
-//! naming the field. The guard itself is `tool_http::Access`.
+//! naming the field. The guard itself is `asg_tool_http::Access`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::tool_http::{self, Access};
+use asg_tool_http::Access;
 
 use super::{FaultInjection, ResourceDb, ResourcesServer};
 
@@ -77,7 +77,7 @@ impl HttpConfig {
             };
             format!("{field}: {}", err.into_inner())
         })?;
-        crate::host_check::validate_allowed_hosts(&config.allowed_hosts)
+        asg_http::host_check::validate_allowed_hosts(&config.allowed_hosts)
             .map_err(|(field, problem)| format!("{field}: {problem}"))?;
         Ok(config)
     }
@@ -113,7 +113,7 @@ pub async fn serve_http(
     if faults.crash_on.is_some() || faults.delay.is_some() {
         tracing::warn!(?faults, "test fault injection is enabled");
     }
-    let (listener, bound) = tool_http::bind(&config.host, config.port).await?;
+    let (listener, bound) = asg_tool_http::bind(&config.host, config.port).await?;
     let cancel = CancellationToken::new();
     let token = if access.needs_token() {
         ", service token required"
@@ -123,23 +123,23 @@ pub async fn serve_http(
     let router = router(db, faults, access, cancel.clone());
     println!(
         "mcp-resources listening on http://{}/mcp (db {}{token})",
-        tool_http::shown(bound),
+        asg_http::process::shown(bound),
         config.db_path.display()
     );
-    tool_http::serve(listener, router, shutdown, cancel).await?;
+    asg_tool_http::serve(listener, router, shutdown, cancel).await?;
     tracing::info!("mcp-resources stopped");
     Ok(())
 }
 
 /// `/mcp` (streamable HTTP, one [`ResourcesServer`] per session over the
-/// shared database) and `GET /health` (`tool_http::router`).
+/// shared database) and `GET /health` (`asg_tool_http::router`).
 pub fn router(
     db: Arc<ResourceDb>,
     faults: FaultInjection,
     access: Access,
     cancel: CancellationToken,
 ) -> Router {
-    tool_http::router(
+    asg_tool_http::router(
         move || ResourcesServer::new(db.clone(), faults.clone()),
         access,
         cancel,
@@ -156,8 +156,8 @@ mod tests {
         assert_eq!(config.host, "0.0.0.0");
         assert_eq!(config.port, 8090);
         assert_eq!(config.db_path, PathBuf::from("./data/resources.db"));
-        let reference =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/reference/mcp-resources.yaml");
+        let reference = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/reference/mcp-resources.yaml");
         let config = HttpConfig::load(&reference).unwrap();
         assert_eq!(
             config,
@@ -187,6 +187,48 @@ auth_token_env: RES_TOKEN
         assert!(
             err.contains("RES_TOKEN") && err.contains("auth_token_env"),
             "{err}"
+        );
+    }
+
+    /// Every `mcp-resources*.yaml` under `dir` (recursively).
+    fn config_files(dir: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if path.is_dir() {
+                found.extend(config_files(&path));
+            } else if name.starts_with("mcp-resources") && name.ends_with(".yaml") {
+                found.push(path);
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn every_shipped_and_test_config_is_valid() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut count = 0;
+        for dir in ["config", "testdata"] {
+            for path in config_files(&root.join(dir)) {
+                HttpConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                count += 1;
+            }
+        }
+        assert!(count >= 2, "only {count} mcp-resources configs found");
+    }
+
+    /// The compose service answers its name and requires the token agent
+    /// B sends (the agent's config tests check that side).
+    #[test]
+    fn the_compose_service_answers_its_name_and_needs_the_token() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/compose/mcp-resources.yaml");
+        let config = HttpConfig::load(&path).unwrap();
+        assert_eq!(config.allowed_hosts, ["mcp-resources"]);
+        assert_eq!(
+            config.auth_token_env.as_deref(),
+            Some("MCP_RESOURCES_TOKEN")
         );
     }
 

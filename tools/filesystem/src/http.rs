@@ -1,7 +1,7 @@
 //! `mcp-filesystem` over MCP streamable HTTP (rmcp's
 //! `StreamableHttpService`, one session per client) at `/mcp`, with
 //! `GET /health`, as `mcp-resources --config` serves its tools, guarded by
-//! `tool_http::Access` (`allowed_hosts`, `auth_token_env`).
+//! `asg_tool_http::Access` (`allowed_hosts`, `auth_token_env`).
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::FilesystemServer;
 use super::sandbox::Sandbox;
-use crate::tool_http::{self, Access};
+use asg_tool_http::Access;
 
 /// Binds `host:port`, prints `mcp-filesystem listening on
 /// http://ADDR:PORT/mcp` on stdout, and serves `/mcp` to callers `access`
@@ -22,7 +22,7 @@ pub async fn serve_http(
     access: Access,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (listener, bound) = tool_http::bind(host, port).await?;
+    let (listener, bound) = asg_tool_http::bind(host, port).await?;
     let cancel = CancellationToken::new();
     let roots = sandbox.names();
     let token = if access.needs_token() {
@@ -33,17 +33,17 @@ pub async fn serve_http(
     let router = router(sandbox, access, cancel.clone());
     println!(
         "mcp-filesystem listening on http://{}/mcp (roots: {roots}{token})",
-        tool_http::shown(bound)
+        asg_http::process::shown(bound)
     );
-    tool_http::serve(listener, router, shutdown, cancel).await?;
+    asg_tool_http::serve(listener, router, shutdown, cancel).await?;
     tracing::info!("mcp-filesystem stopped");
     Ok(())
 }
 
 /// `/mcp` (streamable HTTP, one [`FilesystemServer`] per session over the
-/// shared sandbox) and `GET /health` (`tool_http::router`).
+/// shared sandbox) and `GET /health` (`asg_tool_http::router`).
 pub fn router(sandbox: Arc<Sandbox>, access: Access, cancel: CancellationToken) -> Router {
-    tool_http::router(
+    asg_tool_http::router(
         move || FilesystemServer::new(sandbox.clone()),
         access,
         cancel,

@@ -146,7 +146,7 @@ fn agent_request(
 ) -> reqwest::RequestBuilder {
     let mut outgoing = http
         .request(parts.method.clone(), url)
-        .header(crate::api::extract::CLIENT_HEADER, "web")
+        .header(asg_http::CLIENT_HEADER, "web")
         .body(body);
     for name in FORWARDED_REQUEST {
         if name == "authorization" && bearer.is_some() {

@@ -6,10 +6,10 @@
 //!
 //! `/mcp` is guarded ([`Access`]) on every listen address, `0.0.0.0`
 //! included: a `Host` that is neither a loopback name nor in the server's
-//! `allowed_hosts` gets 421 (`crate::host_check`, against DNS rebinding:
+//! `allowed_hosts` gets 421 (`asg_http::host_check`, against DNS rebinding:
 //! these servers have no other authentication by default), then, with
 //! `auth_token_env`, a request without the service token gets 401
-//! (`crate::service_token`). `/health` stays open: probes reach it by IP
+//! (`asg_http::service_token`). `/health` stays open: probes reach it by IP
 //! and it tells nothing but "ok".
 
 use std::future::Future;
@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -28,8 +28,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::host_check::{HostPolicy, misdirected};
-use crate::service_token::{self, ExpectedToken};
+use asg_http::host_check::{HostPolicy, misdirected};
+use asg_http::service_token::{self, ExpectedToken};
 
 /// Who may call `/mcp`: the `Host` names answered and, optionally, the
 /// service token a request must carry.
@@ -113,7 +113,7 @@ where
 async fn guard(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
     if let Err(message) = access.hosts.check(request.headers(), request.uri()) {
         tracing::warn!("{message}");
-        return misdirected(message).into_response();
+        return misdirected(message);
     }
     if let Some(token) = &access.token
         && !token.accepts(request.headers())
@@ -150,15 +150,6 @@ pub async fn serve(
         })
         .await
         .context("server error")
-}
-
-/// The address to print: loopback for an unspecified bind address.
-pub fn shown(bound: SocketAddr) -> String {
-    if bound.ip().is_unspecified() {
-        format!("127.0.0.1:{}", bound.port())
-    } else {
-        bound.to_string()
-    }
 }
 
 #[cfg(test)]

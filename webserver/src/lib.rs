@@ -10,7 +10,7 @@
 //! (`security.rs`: their `Origin` must be one of this server's configured
 //! origins). Every request with a `Host` that is neither a loopback name
 //! nor in `allowed_hosts` (or the host of `public_url` / the sign-in
-//! redirect URL) gets 421 first (`crate::host_check`, against DNS
+//! redirect URL) gets 421 first (`asg_http::host_check`, against DNS
 //! rebinding), on any listen address.
 
 pub mod auth;
@@ -22,6 +22,7 @@ pub mod session;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use asg_http::host_check::{HostPolicy, refuse_foreign_hosts};
 use axum::response::Html;
 use axum::routing::{any, get, post};
 use axum::{Router, middleware};
@@ -29,7 +30,6 @@ use serde::Deserialize;
 
 use self::oidc::{LoginSettings, ProviderKind};
 use self::session::SessionStore;
-use crate::host_check::{HostPolicy, refuse_foreign_hosts};
 use tower_http::services::{ServeDir, ServeFile};
 
 /// `web.yaml`.
@@ -201,7 +201,7 @@ impl WebConfig {
 
     /// `allowed_hosts` are host names, `public_url` an http(s) URL.
     fn check_public_names(&self) -> Result<(), String> {
-        crate::host_check::validate_allowed_hosts(&self.allowed_hosts)
+        asg_http::host_check::validate_allowed_hosts(&self.allowed_hosts)
             .map_err(|(field, problem)| format!("{field}: {problem}"))?;
         match &self.public_url {
             Some(url) => check_url("public_url", url),
@@ -408,6 +408,14 @@ mod tests {
         let err = load("allowed_host: [web]\n").unwrap_err();
         assert!(err.contains("allowed_host"), "{err}");
         load("{}").unwrap();
+    }
+
+    /// The compose service answers its name (`web`).
+    #[test]
+    fn the_compose_service_answers_its_name() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/compose/web.yaml");
+        let config = WebConfig::load(&path).unwrap();
+        assert_eq!(config.allowed_hosts, ["web"]);
     }
 
     #[test]

@@ -48,7 +48,7 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
         )
         .init();
-    let (config, sandbox) = match agent_server::filesystem::load(&args.config) {
+    let (config, sandbox) = match asg_mcp_filesystem::load(&args.config) {
         Ok(loaded) => loaded,
         Err(message) => {
             eprintln!("error: {message}");
@@ -57,7 +57,7 @@ async fn main() -> ExitCode {
     };
     let sandbox = Arc::new(sandbox);
     let served = if args.stdio {
-        agent_server::filesystem::serve_stdio(sandbox).await
+        asg_mcp_filesystem::serve_stdio(sandbox).await
     } else {
         let host = args.host.clone().unwrap_or_else(|| config.host.clone());
         let port = args.port.unwrap_or(config.port);
@@ -68,8 +68,8 @@ async fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let shutdown = agent_server::app::shutdown_signal();
-        agent_server::filesystem::http::serve_http(sandbox, &host, port, access, shutdown).await
+        let shutdown = asg_http::process::shutdown_signal();
+        asg_mcp_filesystem::http::serve_http(sandbox, &host, port, access, shutdown).await
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

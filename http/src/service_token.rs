@@ -9,16 +9,15 @@
 //! the token's SHA-256 digest ([`ExpectedToken`]) and compares digests in
 //! constant time, so neither the content nor the length of the token leaks
 //! through timing; `/mcp` requests without `Authorization: Bearer <token>`
-//! get 401 ([`unauthorized`], from `tool_http`'s guard). The token is never logged: the agent holds
+//! get 401 ([`unauthorized`], from `asg-tool-http`'s guard). The token is never logged: the agent holds
 //! it as a [`BearerToken`] (redacted in `Debug` / `Display`).
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::context::BearerToken;
-use crate::http_error::ApiError;
+use crate::BearerToken;
 
 /// Shortest token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -92,14 +91,13 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// The 401 (`WWW-Authenticate: Bearer`) of a request without the
 /// expected token; it says nothing about the token.
 pub fn unauthorized() -> Response {
-    let mut response = ApiError::new(
+    let mut response = crate::error_response(
         StatusCode::UNAUTHORIZED,
         "unauthenticated",
         "this MCP server needs `Authorization: Bearer <service token>`; the token is missing \
          or wrong (an agent sends it when its mcp_servers entry names the variable holding \
          it in auth_token_env)",
-    )
-    .into_response();
+    );
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

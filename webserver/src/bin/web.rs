@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_server::app::{exit_code, init_logging, shutdown_signal};
-use agent_server::web::{WebConfig, router};
+use asg_http::process::{exit_code, init_logging, shutdown_signal};
+use asg_web_server::{WebConfig, router};
 use clap::Parser;
 
 /// Agent Stop and Go web chat: serves the chat bundle and proxies the
@@ -56,7 +56,7 @@ async fn run(args: Args) -> Result<(), String> {
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     println!(
         "web chat listening on http://{} (agent {}) — open http://{}:{}/",
-        agent_server::tool_http::shown(bound),
+        asg_http::process::shown(bound),
         config.agent_url,
         if config.host == "0.0.0.0" {
             "localhost"

@@ -1,6 +1,6 @@
 //! The `Host` check against DNS rebinding, one implementation for every
 //! server a browser can reach: the agent (`api::guard`), the `web` binary
-//! and the tool servers over HTTP (`tool_http`).
+//! and the tool servers over HTTP (`asg-tool-http`).
 //!
 //! A page on `evil.example` can make its name resolve to 127.0.0.1 (or to
 //! a compose service's address) and then talk to a local server
@@ -22,9 +22,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
-use crate::http_error::ApiError;
+use axum::response::Response;
 
 /// Longest host name echoed back in an error message.
 const MAX_ECHOED: usize = 100;
@@ -136,8 +134,8 @@ impl HostPolicy {
 }
 
 /// The 421 answer (`misdirected_request`) of a refused host.
-pub fn misdirected(message: String) -> ApiError {
-    ApiError::new(
+pub fn misdirected(message: String) -> Response {
+    crate::error_response(
         StatusCode::MISDIRECTED_REQUEST,
         "misdirected_request",
         message,
@@ -154,7 +152,7 @@ pub async fn refuse_foreign_hosts(
         Ok(()) => next.run(request).await,
         Err(message) => {
             tracing::warn!(path = %request.uri().path(), "{message}");
-            misdirected(message).into_response()
+            misdirected(message)
         }
     }
 }

@@ -1,0 +1,74 @@
+//! What a server binary does at start and stop, the same for the agent,
+//! `web` and the tool servers: logging ([`init_logging`]), the
+//! exit code of a failed start ([`exit_code`]), SIGINT / SIGTERM
+//! ([`shutdown_signal`]) and the address its listening line prints
+//! ([`shown`]).
+
+use std::net::SocketAddr;
+
+/// Default log filter when `RUST_LOG` is unset: `info`, but rmcp's
+/// per-connection chatter (its `peer_info` dump, task lifecycle) only from
+/// `warn` up.
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
+
+/// Logging for the server binaries: plain text, `RUST_LOG` (default
+/// [`DEFAULT_LOG_FILTER`]).
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()),
+        )
+        .with_ansi(false)
+        .init();
+}
+
+/// What a server binary's `main` does with its `run` result: exit 0, or
+/// print the error and exit 2.
+pub fn exit_code(result: Result<(), String>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received");
+}
+
+/// The address to print: loopback for an unspecified bind address.
+pub fn shown(bound: SocketAddr) -> String {
+    if bound.ip().is_unspecified() {
+        format!("127.0.0.1:{}", bound.port())
+    } else {
+        bound.to_string()
+    }
+}
