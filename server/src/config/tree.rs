@@ -481,5 +481,4 @@ fn check_placeholders(
 }
 
 #[cfg(test)]
-#[path = "tree_tests.rs"]
 mod tests;
