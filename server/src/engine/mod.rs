@@ -33,6 +33,7 @@ pub mod pin;
 mod reconcile;
 mod replicas;
 mod run;
+mod store_call;
 mod tree;
 mod turn;
 
@@ -54,7 +55,7 @@ use crate::audit::AuditLog;
 use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 pub use asg_core::{choice, decide, rules, transition};
 use catalog::{LiveCatalog, ToolCatalog};
 pub use choice::Choice;
@@ -120,9 +121,14 @@ pub enum EngineError {
         error: LlmError,
         conversation: Arc<Conversation>,
     },
-    /// The conversation could not be saved.
+    /// The store failed (a save, a read, a claim); the store's error is
+    /// the source.
     #[error("{0}")]
-    Store(String),
+    Store(#[from] StoreError),
+    /// The audit log could not record a decision, so the decision is not
+    /// applied.
+    #[error("cannot write the audit log: {0}")]
+    Audit(#[source] std::io::Error),
     /// Another replica is changing the conversation and did not finish
     /// within the claim wait.
     #[error("conversation {0} is busy with a turn on another agent replica; retry when it ends")]
@@ -363,8 +369,7 @@ impl Engine {
     /// Marks the store closed cleanly, once nothing more is saved (the end
     /// of the server's graceful shutdown).
     pub async fn close_store(&self) {
-        let store = self.inner.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.close()).await;
+        let _ = store_call::blocking(&self.inner.store, |s| s.close()).await;
     }
 
     /// Approval requests and decisions across every conversation, from
@@ -603,7 +608,7 @@ impl Engine {
         &self,
         query: crate::store::PendingQuery,
     ) -> Result<(Vec<PendingApproval>, Option<String>), EngineError> {
-        let page = claim::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
+        let page = store_call::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
         let approvals = page
             .approvals
             .into_iter()
@@ -876,18 +881,6 @@ fn refused(refusal: Refusal, conversation: &Conversation) -> EngineError {
 /// Ends a turn: a turn that stopped on an error path may still be marked
 /// in progress (saved so, cleared now), and subscribers learn how it
 /// ended. Runs while the turn still holds the conversation's lock.
-/// Saves `conversation` on the blocking pool (stores block).
-async fn save_blocking(
-    store: &Arc<dyn Store>,
-    conversation: Arc<Conversation>,
-) -> Result<(), EngineError> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || store.save(&conversation))
-        .await
-        .map_err(|e| EngineError::Store(e.to_string()))?
-        .map_err(|e| EngineError::Store(e.to_string()))
-}
-
 async fn settle(
     inner: &Inner,
     slot: &Slot,
@@ -909,10 +902,8 @@ async fn settle(
         conversation.turn_in_progress = false;
         conversation.updated_at = Utc::now();
         let conversation = Arc::new(conversation);
-        let store = inner.store.clone();
-        let to_save = conversation.clone();
-        match tokio::task::spawn_blocking(move || store.save(&to_save)).await {
-            Ok(Ok(())) => {
+        match store_call::save(&inner.store, conversation.clone()).await {
+            Ok(()) => {
                 slot.publish(conversation.clone());
                 match &mut result {
                     Ok(outcome) => outcome.conversation = conversation,
@@ -923,7 +914,6 @@ async fn settle(
                     }
                 }
             }
-            Ok(Err(error)) => tracing::error!(%error, "cannot record the end of a turn"),
             Err(error) => tracing::error!(%error, "cannot record the end of a turn"),
         }
     }
