@@ -21,5 +21,6 @@ pub mod service_token;
 pub mod store;
 #[cfg(test)]
 mod test_support;
+pub mod tool;
 pub mod tool_http;
 pub mod web;

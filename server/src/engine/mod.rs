@@ -407,9 +407,10 @@ impl Engine {
         &self.inner.tools
     }
 
-    /// Every tool the model can be offered: MCP tools and sub-agents.
-    pub fn tool_infos(&self) -> Vec<asg_shared::rest::ToolInfo> {
-        self.inner.catalog.current().infos()
+    /// Every tool the model can be offered: MCP tools and sub-agents
+    /// (the catalog's model; the doors map it to their wire types).
+    pub fn catalog_tools(&self) -> Vec<catalog::Tool> {
+        self.inner.catalog.current().tools()
     }
 
     /// The agent tree.
@@ -778,8 +779,8 @@ async fn decide_claimed(
         uuid,
         approve,
         choice: &choice,
-        tool: tool.as_ref(),
-        gated: tool.as_ref().map(|t| t.destructive_hint),
+        input_schema: tool.as_ref().map(|t| &t.input_schema),
+        gated: tool.as_ref().map(|t| t.gated),
     };
     let command = transition::Command::Decide {
         request,
