@@ -15,6 +15,7 @@ pub mod extract;
 pub mod guard;
 pub mod inbox;
 pub mod logging;
+pub mod page;
 pub mod system;
 
 use std::sync::Arc;

@@ -31,14 +31,10 @@ use asg_shared::Conversation;
 use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
-use asg_shared::rest::ConversationList;
-
 use super::index::Slot;
-use super::page::{self, PageRequest};
 use super::store_call::{self, blocking, stored};
-use super::{EngineError, Inner, summarize, transition};
-use crate::auth::policy::ReadScope;
-use crate::store::{Claim, ListQuery, Store, StoreError};
+use super::{EngineError, Inner, transition};
+use crate::store::{Claim, Store, StoreError};
 
 /// Longest wait for a conversation another replica is changing.
 pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(30);
@@ -236,29 +232,6 @@ impl Inner {
         self.slot(id).await.map_err(|error| match error {
             EngineError::ConversationNotFound(_) => EngineError::ApprovalNotFound(uuid),
             other => other,
-        })
-    }
-
-    /// [`super::Engine::list_for`]: only the page is read whole.
-    pub(crate) async fn list_stored(
-        &self,
-        scope: ReadScope,
-        status: Option<asg_shared::ConversationStatus>,
-        page: PageRequest,
-    ) -> Result<ConversationList, EngineError> {
-        let query = ListQuery {
-            scope,
-            status,
-            after: page.after.map(|key| (key.at, key.id)),
-            limit: page.limit,
-        };
-        let listed = stored(&self.store, move |s| s.list_page(&query)).await?;
-        Ok(ConversationList {
-            conversations: listed.conversations.iter().map(summarize).collect(),
-            summary: listed.summary,
-            next_cursor: listed
-                .next
-                .map(|(at, id)| page::encode(page::Key { at, id })),
         })
     }
 

@@ -27,7 +27,6 @@ mod expiry;
 mod history;
 mod index;
 mod llm_node;
-pub mod page;
 mod pause;
 pub mod pin;
 mod reconcile;
@@ -43,7 +42,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use asg_shared::rest::{ConversationList, ConversationSummary, TurnResult};
+use asg_shared::rest::TurnResult;
 use asg_shared::{Conversation, ConversationStatus, Message, PendingApproval, Role};
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
@@ -55,7 +54,7 @@ use crate::audit::AuditLog;
 use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
-use crate::store::{Store, StoreError};
+use crate::store::{ListPage, ListQuery, PendingPage, PendingQuery, Store, StoreError};
 pub use asg_core::{choice, decide, rules, transition};
 use catalog::{LiveCatalog, ToolCatalog};
 pub use choice::Choice;
@@ -63,10 +62,8 @@ pub use choice::Choice;
 pub use expiry::ExpiryPolicy;
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
-pub use page::PageRequest;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
-use crate::auth::policy::ReadScope;
 pub use asg_core::gate::Command;
 use asg_core::gate::{self, Permit, Refusal};
 use index::{ConversationIndex, Slot, SubscriberLimits};
@@ -578,48 +575,23 @@ impl Engine {
         self.inner.current(id).await
     }
 
-    /// Summaries of every conversation, newest first, with counts.
-    pub async fn list(&self) -> Result<ConversationList, EngineError> {
-        let everything = ReadScope {
-            subject: String::new(),
-            anonymous: true,
-            everything: true,
-            approvals: true,
-        };
-        self.list_for(everything, None, PageRequest::default())
-            .await
-    }
-
-    /// One page of summaries of the conversations `scope` may read (and
-    /// of `status`, when given), newest first, with the counts of all it
-    /// may read.
-    pub async fn list_for(
-        &self,
-        scope: ReadScope,
-        status: Option<ConversationStatus>,
-        page: PageRequest,
-    ) -> Result<ConversationList, EngineError> {
-        self.inner.list_stored(scope, status, page).await
+    /// One page of the conversations `query.scope` may read (and of
+    /// `query.status`, when given), newest first, with the counts of all
+    /// it may read and the key of the next page (only the page is read
+    /// whole). The door words it (summaries, cursor).
+    pub async fn list_for(&self, query: ListQuery) -> Result<ListPage, EngineError> {
+        store_call::stored(&self.inner.store, move |s| s.list_page(&query)).await
     }
 
     /// One page of the pending approvals `query` lists, oldest first, and
-    /// the cursor of the next page (only the page's conversations are
-    /// read).
-    pub async fn pending_page(
-        &self,
-        query: crate::store::PendingQuery,
-    ) -> Result<(Vec<PendingApproval>, Option<String>), EngineError> {
-        let page = store_call::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
-        let approvals = page
-            .approvals
-            .into_iter()
-            .map(|mut pending| {
-                pending.config_changed = self.inner.config_changed(&pending);
-                pending
-            })
-            .collect();
-        let next = page.next.map(|(at, id)| page::encode(page::Key { at, id }));
-        Ok((approvals, next))
+    /// the key of the next page (only the page's conversations are read).
+    pub async fn pending_page(&self, query: PendingQuery) -> Result<PendingPage, EngineError> {
+        let mut page =
+            store_call::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
+        for pending in &mut page.approvals {
+            pending.config_changed = self.inner.config_changed(pending);
+        }
+        Ok(page)
     }
 }
 
@@ -944,32 +916,6 @@ fn check_message(text: &str) -> Result<(), EngineError> {
         )));
     }
     Ok(())
-}
-
-fn summarize(conversation: &Conversation) -> ConversationSummary {
-    let title = conversation
-        .messages
-        .iter()
-        .find(|m| m.role == Role::User)
-        .map(|m| shorten(&m.content, 80));
-    ConversationSummary {
-        id: conversation.id,
-        session_id: conversation.session_id.clone(),
-        status: conversation.status,
-        message_count: conversation.messages.len(),
-        title,
-        pending_approval: conversation.pending().first().cloned(),
-        pending_approvals: conversation.pending().to_vec(),
-        created_at: conversation.created_at,
-        updated_at: conversation.updated_at,
-    }
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 /// A new message stamped now.
