@@ -42,7 +42,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use asg_shared::rest::TurnResult;
 use asg_shared::{Conversation, ConversationStatus, Message, PendingApproval, Role};
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
@@ -70,13 +69,25 @@ use index::{ConversationIndex, Slot, SubscriberLimits};
 pub use index::{SubscribersFull, Subscription};
 use turn::Turn;
 
-/// What a turn produced, as the API reports it.
+/// What a turn produced.
 #[derive(Debug, Clone)]
 pub struct TurnOutcome {
     /// The conversation after the turn.
     pub conversation: Arc<Conversation>,
     /// Answer text, approval state.
-    pub result: TurnResult,
+    pub result: TurnAnswer,
+}
+
+/// A turn's answer as of its last save (the REST door reports it as
+/// `asg_shared::rest::TurnResult`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnAnswer {
+    /// The agent's answer text (or a description of the pending action).
+    pub response: String,
+    /// Whether the conversation now waits for an approval.
+    pub waiting_approval: bool,
+    /// The first pending approval, when there is one.
+    pub approval: Option<PendingApproval>,
 }
 
 /// Why an engine call failed.

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use asg_shared::rest::TurnResult;
 use asg_shared::{
     Conversation, ConversationStatus, Message, PausedStep, PendingApproval, PipelineState, Role,
 };
@@ -16,7 +15,7 @@ use super::index::Slot;
 use super::llm_node::{self, Gate, Invocation, NodeOutcome, Recorder};
 use super::run::{Exec, Failure, Flow, Pause, Resume, ResumeStep, Transcript};
 use super::tree::Node;
-use super::{EngineError, Inner, TurnOutcome, history, new_message, store_call};
+use super::{EngineError, Inner, TurnAnswer, TurnOutcome, history, new_message, store_call};
 use crate::context::RequestContext;
 
 pub(crate) struct Turn<'a> {
@@ -90,7 +89,7 @@ impl<'a> Turn<'a> {
         let conversation = self.slot.snapshot();
         let approval = conversation.pending_approval.clone();
         TurnOutcome {
-            result: TurnResult {
+            result: TurnAnswer {
                 response,
                 waiting_approval: conversation.status == ConversationStatus::WaitingApproval,
                 approval,
