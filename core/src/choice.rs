@@ -2,7 +2,6 @@
 //! against the tool's input schema) and a remembered grant. Pure checks;
 //! `turn.rs` applies them.
 
-use asg_shared::rest::ToolInfo;
 use asg_shared::{Actor, Grant, GrantScope, PendingApproval};
 use chrono::Utc;
 use serde_json::{Map, Value};
@@ -17,11 +16,16 @@ pub struct Choice {
 }
 
 impl Choice {
-    /// Checks the extras against the approval and the tool: editing is
-    /// refused where forbidden (a rule's `edit: false`, a proxy
-    /// approval), and edited arguments must satisfy the input schema. The
-    /// error names the problem (and the field).
-    pub fn check(&self, pending: &PendingApproval, tool: Option<&ToolInfo>) -> Result<(), String> {
+    /// Checks the extras against the approval and the tool's input schema
+    /// (`None`: the tool is not available now): editing is refused where
+    /// forbidden (a rule's `edit: false`, a proxy approval), and edited
+    /// arguments must satisfy the input schema. The error names the
+    /// problem (and the field).
+    pub fn check(
+        &self,
+        pending: &PendingApproval,
+        input_schema: Option<&Value>,
+    ) -> Result<(), String> {
         if self.remember.is_some() && pending.remote_task_id.is_some() {
             // Its tool is the sub-agent's: a grant here would cover a
             // local tool that happens to share the name.
@@ -52,8 +56,8 @@ impl Choice {
                 pending.rule.as_deref().unwrap_or("approval policy")
             ));
         }
-        match tool {
-            Some(tool) => check_schema(&tool.input_schema, arguments),
+        match input_schema {
+            Some(schema) => check_schema(schema, arguments),
             None => Err(format!(
                 "{} is not available now, so edited arguments cannot be checked",
                 pending.tool_name
@@ -160,25 +164,13 @@ mod tests {
         }
     }
 
-    fn tool() -> ToolInfo {
-        ToolInfo {
-            name: "resources_add".into(),
-            description: String::new(),
-            input_schema: schema(),
-            destructive_hint: true,
-            read_only_hint: false,
-            source: "mcp".into(),
-            server: "resources".into(),
-        }
-    }
-
     #[test]
     fn editing_is_refused_where_forbidden() {
         let edit = Choice {
             arguments: Some(args(json!({"name": "b", "value": 2}))),
             remember: None,
         };
-        assert!(edit.check(&pending(), Some(&tool())).is_ok());
+        assert!(edit.check(&pending(), Some(&schema())).is_ok());
         assert_eq!(
             edit.edited(&pending()),
             Some(args(json!({"name": "b", "value": 2})))
@@ -186,7 +178,7 @@ mod tests {
         let mut locked = pending();
         locked.no_edit = true;
         locked.rule = Some("approval.rules[0] (ask resources_add)".into());
-        let error = edit.check(&locked, Some(&tool())).unwrap_err();
+        let error = edit.check(&locked, Some(&schema())).unwrap_err();
         assert!(
             error.contains("may not be edited") && error.contains("rules[0]"),
             "{error}"
@@ -194,7 +186,7 @@ mod tests {
         let mut proxy = pending();
         proxy.remote_task_id = Some("t".into());
         assert!(
-            edit.check(&proxy, Some(&tool()))
+            edit.check(&proxy, Some(&schema()))
                 .unwrap_err()
                 .contains("sub-agent")
         );
@@ -203,8 +195,8 @@ mod tests {
             arguments: None,
             remember: Some(GrantScope::Conversation),
         };
-        assert!(remember.check(&pending(), Some(&tool())).is_ok());
-        let refused = remember.check(&proxy, Some(&tool())).unwrap_err();
+        assert!(remember.check(&pending(), Some(&schema())).is_ok());
+        let refused = remember.check(&proxy, Some(&schema())).unwrap_err();
         assert!(refused.contains("cannot be remembered"), "{refused}");
         let same = Choice {
             arguments: Some(pending().tool_args),

@@ -51,9 +51,10 @@ pub struct Decide<'a> {
     pub approve: bool,
     /// Edited arguments and remember.
     pub choice: &'a Choice,
-    /// The tool as the catalog knows it now (its input schema checks an
-    /// edit).
-    pub tool: Option<&'a asg_shared::rest::ToolInfo>,
+    /// The input schema of the tool as the catalog knows it now (it
+    /// checks an edit; `None`: no such tool now). The core takes only
+    /// what it judges with, never the server's tool model or a wire type.
+    pub input_schema: Option<&'a serde_json::Value>,
     /// The tool's effective gate (`None`: no such tool now).
     pub gated: Option<bool>,
 }
@@ -192,7 +193,7 @@ fn decide_approval(
         .map_err(|refusal| Refusal::Forbidden(refusal.to_string()))?;
     request
         .choice
-        .check(pending, request.tool)
+        .check(pending, request.input_schema)
         .map_err(Refusal::Invalid)?;
     if request.approve
         && let Some(edited) = request.choice.edited(pending)

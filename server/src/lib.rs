@@ -18,3 +18,4 @@ pub mod notify;
 pub mod store;
 #[cfg(test)]
 mod test_support;
+pub mod tool;

@@ -12,6 +12,7 @@ use agent_server::config::{ApprovalConfig, McpServerConfig};
 use agent_server::context::BearerToken;
 use agent_server::mcp::registry::RegistryOptions;
 use agent_server::mcp::{ToolCallError, ToolRegistry};
+use agent_server::tool::ToolKind;
 use serde_json::{Map, Value, json};
 
 /// The `mcp-resources` binary: another package's, so built and found by
@@ -98,16 +99,16 @@ async fn lists_tools_with_the_right_hints() {
         ["resources_add", "resources_list", "resources_remove"]
     );
     let list = registry.tool("resources_list").unwrap();
-    assert!(!list.destructive_hint && list.read_only_hint);
+    assert!(!list.gated && list.read_only);
     assert_eq!(
-        (list.source.as_str(), list.server.as_str()),
-        ("mcp", "resources")
+        (list.kind, list.server.as_str()),
+        (ToolKind::Mcp, "resources")
     );
     assert!(list.description.contains("LIKE"));
     assert_eq!(list.input_schema["type"], "object");
     for name in ["resources_add", "resources_remove"] {
         let tool = registry.tool(name).unwrap();
-        assert!(tool.destructive_hint && !tool.read_only_hint, "{name}");
+        assert!(tool.gated && !tool.read_only, "{name}");
     }
     assert!(registry.tool("nope").is_none());
     registry.shutdown().await;
@@ -298,7 +299,7 @@ async fn approval_policy_changes_destructive_hint() {
     )
     .await
     .unwrap();
-    let hint = |name: &str| registry.tool(name).unwrap().destructive_hint;
+    let hint = |name: &str| registry.tool(name).unwrap().gated;
     assert!(hint("resources_list"));
     assert!(hint("resources_add"));
     assert!(!hint("resources_remove"));

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 
-use asg_shared::rest::ToolInfo;
 use asg_shared::{Actor, ApprovalState, Conversation, ConversationStatus};
 use chrono::Utc;
 use serde_json::json;
@@ -131,17 +130,10 @@ fn rules() -> ApprovalRules {
     .unwrap()
 }
 
-fn tool() -> ToolInfo {
-    ToolInfo {
-        name: "resources_add".into(),
-        description: String::new(),
-        input_schema: json!({"type": "object", "properties": {
-            "name": {"type": "string"}, "value": {"type": "integer"}}}),
-        destructive_hint: true,
-        read_only_hint: false,
-        source: "mcp".into(),
-        server: "resources".into(),
-    }
+/// The input schema of `resources_add`.
+fn input_schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "value": {"type": "integer"}}})
 }
 
 /// What a row expects, in short.
@@ -184,7 +176,7 @@ fn decide_with(choice: &Choice) -> Command<'_> {
         uuid: Uuid::from_u128(42),
         approve: true,
         choice,
-        tool: None,
+        input_schema: None,
         gated: Some(true),
     })
 }
@@ -270,7 +262,7 @@ fn edit(arguments: serde_json::Value) -> Choice {
 #[test]
 fn an_edit_is_judged_again_by_the_rules() {
     use Expect::*;
-    let tool = tool();
+    let schema = input_schema();
     let rows = [
         // Harmless edits pass.
         (erin(), json!({"name": "web-2", "value": 43}), Ok),
@@ -296,7 +288,7 @@ fn an_edit_is_judged_again_by_the_rules() {
             uuid: Uuid::from_u128(42),
             approve: true,
             choice: &choice,
-            tool: Some(&tool),
+            input_schema: Some(&schema),
             gated: Some(true),
         });
         let result = run(&principal, State::Waiting, command);
@@ -316,12 +308,12 @@ fn an_edit_is_judged_again_by_the_rules() {
 #[test]
 fn a_rejection_with_arguments_is_not_an_edit() {
     let choice = edit(json!({"name": "prod", "value": 5}));
-    let tool = tool();
+    let schema = input_schema();
     let command = Command::Decide(Decide {
         uuid: Uuid::from_u128(42),
         approve: false,
         choice: &choice,
-        tool: Some(&tool),
+        input_schema: Some(&schema),
         gated: Some(true),
     });
     assert!(run(&erin(), State::Waiting, command).is_ok());

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use asg_shared::rest::ToolInfo;
 use asg_shared::{Actor, PausedStep, PipelineState};
 use chrono::Duration;
 use serde_json::json;
@@ -153,17 +152,10 @@ fn rules() -> ApprovalRules {
     .unwrap()
 }
 
-fn tool() -> ToolInfo {
-    ToolInfo {
-        name: "resources_add".into(),
-        description: String::new(),
-        input_schema: json!({"type": "object", "properties": {
-            "name": {"type": "string"}, "value": {"type": "integer"}}}),
-        destructive_hint: true,
-        read_only_hint: false,
-        source: "mcp".into(),
-        server: "resources".into(),
-    }
+/// The input schema of `resources_add`.
+fn input_schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "value": {"type": "integer"}}})
 }
 
 /// The configuration as the engine knows it.
@@ -222,13 +214,13 @@ fn words(effects: &[Effect]) -> Vec<String> {
 }
 
 fn decide(uuid: Uuid, approve: bool, choice: &Choice) -> Command<'_> {
-    let tool = Box::leak(Box::new(tool()));
+    let schema = Box::leak(Box::new(input_schema()));
     Command::Decide {
         request: gate::Decide {
             uuid,
             approve,
             choice,
-            tool: Some(tool),
+            input_schema: Some(schema),
             gated: Some(true),
         },
         reason: None,

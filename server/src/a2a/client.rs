@@ -13,11 +13,11 @@ use asg_shared::a2a::{
     A2aMessage, AgentCard, JsonRpcResponse, MessageRole, MessageSendParams, Part, Task, TaskState,
     approval_keys, parts_text,
 };
-use asg_shared::rest::ToolInfo;
 use serde_json::{Map, Value, json};
 
 use crate::config::{SubAgentConfig, expand_env};
 use crate::context::{BearerToken, DELEGATION_DEPTH_HEADER, RequestContext};
+use crate::tool::{Tool, ToolKind};
 
 /// Longest a card fetch may take.
 const CARD_TIMEOUT: Duration = Duration::from_secs(5);
@@ -168,7 +168,7 @@ impl A2aClient {
     }
 
     /// The sub-agents as tools: one `message` argument.
-    pub fn tools(&self) -> Vec<ToolInfo> {
+    pub fn tools(&self) -> Vec<Tool> {
         self.agents.iter().map(|agent| agent.tool_info()).collect()
     }
 
@@ -456,13 +456,13 @@ impl SubAgent {
     }
 
     /// The sub-agent as a tool with one `message` argument.
-    pub fn tool_info(&self) -> ToolInfo {
+    pub fn tool_info(&self) -> Tool {
         let description = self
             .description
             .clone()
             .or_else(|| self.cached_card().map(|c| c.description))
             .unwrap_or_else(|| format!("Delegate a task to the {} agent.", self.name));
-        ToolInfo {
+        Tool {
             name: self.name.clone(),
             description,
             input_schema: json!({
@@ -472,9 +472,9 @@ impl SubAgent {
                 },
                 "required": ["message"]
             }),
-            destructive_hint: self.destructive,
-            read_only_hint: false,
-            source: "a2a".into(),
+            gated: self.destructive,
+            read_only: false,
+            kind: ToolKind::SubAgent,
             server: self.url.clone(),
         }
     }

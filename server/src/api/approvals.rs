@@ -113,9 +113,11 @@ pub async fn approvals_index(
         after: query.page.after.map(|key| (key.at, key.id)),
         limit: query.page.limit,
     };
-    let (approvals, next_cursor) = state.engine.pending_page(query).await?;
+    let listed = state.engine.pending_page(query).await?;
     Ok(Json(ApprovalList {
-        approvals,
-        next_cursor,
+        approvals: listed.approvals,
+        next_cursor: listed
+            .next
+            .map(|(at, id)| super::page::encode(super::page::Key { at, id })),
     }))
 }

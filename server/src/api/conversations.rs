@@ -1,9 +1,10 @@
 //! `/conversations` routes: create, list, get, send a message.
 
 use asg_shared::rest::{
-    ConversationList, ConversationResponse, CreateConversationRequest, ErrorBody,
-    SendMessageRequest,
+    ConversationList, ConversationResponse, ConversationSummary, CreateConversationRequest,
+    ErrorBody, SendMessageRequest, StatusSummary,
 };
+use asg_shared::{Conversation, Role};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -13,7 +14,9 @@ use axum::response::Response;
 use super::access;
 use super::error::ApiError;
 use super::extract::{Caller, Ctx, ListQuery, is_blank, parse_json, parse_status, parse_uuid};
+use super::page::{self, Key};
 use super::{AppState, conversation_response};
+use crate::store::{ListPage, StatusCounts};
 
 /// Creates a conversation, optionally processing a first message.
 #[utoipa::path(post, path = "/conversations", tag = "conversations",
@@ -81,16 +84,61 @@ pub async fn conversations_index(
         query.status.as_deref(),
         "active, waiting_approval, completed, canceled",
     )?;
-    Ok(Json(
-        state
-            .engine
-            .list_for(
-                crate::auth::policy::ReadScope::of(&caller),
-                status,
-                query.page,
-            )
-            .await?,
-    ))
+    let listed = state
+        .engine
+        .list_for(crate::store::ListQuery {
+            scope: crate::auth::policy::ReadScope::of(&caller),
+            status,
+            after: query.page.after.map(|key| (key.at, key.id)),
+            limit: query.page.limit,
+        })
+        .await?;
+    Ok(Json(conversation_list(listed)))
+}
+
+/// A page of stored conversations as `GET /conversations` words it.
+fn conversation_list(listed: ListPage) -> ConversationList {
+    ConversationList {
+        conversations: listed.conversations.iter().map(summarize).collect(),
+        summary: status_summary(listed.summary),
+        next_cursor: listed.next.map(|(at, id)| page::encode(Key { at, id })),
+    }
+}
+
+fn status_summary(counts: StatusCounts) -> StatusSummary {
+    StatusSummary {
+        total: counts.total,
+        active: counts.active,
+        waiting_approval: counts.waiting_approval,
+        completed: counts.completed,
+        canceled: counts.canceled,
+    }
+}
+
+fn summarize(conversation: &Conversation) -> ConversationSummary {
+    let title = conversation
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| shorten(&m.content, 80));
+    ConversationSummary {
+        id: conversation.id,
+        session_id: conversation.session_id.clone(),
+        status: conversation.status,
+        message_count: conversation.messages.len(),
+        title,
+        pending_approval: conversation.pending().first().cloned(),
+        pending_approvals: conversation.pending().to_vec(),
+        created_at: conversation.created_at,
+        updated_at: conversation.updated_at,
+    }
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 /// Returns one conversation with all its messages and pending approval.

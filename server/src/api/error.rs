@@ -51,7 +51,7 @@ impl From<EngineError> for ApiError {
             }
             // Never an answer that is not stored; retrying later is right
             // (a database that comes back, a disk with room again).
-            EngineError::Store(_) => ApiError::new(
+            EngineError::Store(_) | EngineError::Audit(_) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "storage_unavailable",
                 "the conversation store is unavailable, so this could not be recorded; retry later (the server log says more)",

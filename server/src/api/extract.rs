@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, header};
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use crate::engine::PageRequest;
+use super::page::PageRequest;
 
 use super::error::ApiError;
 use crate::auth::{Credential, Principal};

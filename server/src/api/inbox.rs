@@ -141,7 +141,7 @@ async fn pending(engine: Engine, caller: Principal) -> Result<InboxEvent, ApiErr
         limit: FIRST_LIST_LIMIT,
         ..Default::default()
     };
-    let (mut approvals, _) = engine.pending_page(query).await?;
+    let mut approvals = engine.pending_page(query).await?.approvals;
     approvals.retain(|a| policy::can_see_approval(&caller, a));
     Ok(InboxEvent::Pending { approvals })
 }

@@ -15,6 +15,7 @@ pub mod extract;
 pub mod guard;
 pub mod inbox;
 pub mod logging;
+pub mod page;
 pub mod system;
 
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router, middleware};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, TurnAnswer};
 use error::ApiError;
 use logging::ConversationTag;
 
@@ -139,7 +140,7 @@ pub fn router(state: AppState) -> Router {
 pub(crate) fn conversation_response(
     status: StatusCode,
     conversation: Arc<Conversation>,
-    result: Option<TurnResult>,
+    result: Option<TurnAnswer>,
 ) -> Response {
     let tag = ConversationTag {
         id: conversation.id,
@@ -155,11 +156,20 @@ pub(crate) fn conversation_response(
     }
     let body = Body {
         conversation: &conversation,
-        result,
+        result: result.map(turn_result),
     };
     let mut response = (status, Json(body)).into_response();
     response.extensions_mut().insert(tag);
     response
+}
+
+/// A turn's answer as REST words it.
+fn turn_result(answer: TurnAnswer) -> TurnResult {
+    TurnResult {
+        response: answer.response,
+        waiting_approval: answer.waiting_approval,
+        approval: answer.approval,
+    }
 }
 
 async fn not_found() -> ApiError {

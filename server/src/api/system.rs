@@ -1,11 +1,14 @@
-//! `/health` and `/tools`.
+//! `/health` and `/tools`; the catalog's [`Tool`] → REST [`ToolInfo`]
+//! mapping (also the A2A card's view).
 
-use asg_shared::rest::{Health, HealthDetails, ToolList};
+use asg_shared::rest::{Health, HealthDetails, ToolInfo, ToolList};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 
 use super::AppState;
+use crate::engine::Engine;
+use crate::tool::{Tool, ToolKind};
 
 /// Liveness check, with what an operator should look at.
 ///
@@ -54,8 +57,31 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Health>)
             "destructiveHint": true, "readOnlyHint": false, "source": "mcp", "server": "resources"}]}))))]
 pub async fn tools_index(State(state): State<AppState>) -> Json<ToolList> {
     Json(ToolList {
-        tools: state.engine.tool_infos(),
+        tools: tool_infos(&state.engine),
     })
+}
+
+/// The engine's tools as the REST view describes them.
+pub(crate) fn tool_infos(engine: &Engine) -> Vec<ToolInfo> {
+    engine.catalog_tools().iter().map(ToolInfo::from).collect()
+}
+
+impl From<&Tool> for ToolInfo {
+    fn from(tool: &Tool) -> ToolInfo {
+        ToolInfo {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+            destructive_hint: tool.gated,
+            read_only_hint: tool.read_only,
+            source: match tool.kind {
+                ToolKind::Mcp => "mcp",
+                ToolKind::SubAgent => "a2a",
+            }
+            .to_string(),
+            server: tool.server.clone(),
+        }
+    }
 }
 
 /// Who the agent takes the caller for, and its roles (the web chat shows

@@ -281,7 +281,7 @@ fn approval_rules(
     tools: &ToolRegistry,
 ) -> Result<ApprovalRules, StartupError> {
     let rules = ApprovalRules::compile(&config.approval.rules).map_err(StartupError)?;
-    let names: Vec<String> = catalog.infos().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = catalog.tools().into_iter().map(|t| t.name).collect();
     let waiting = tools.unavailable_servers();
     for rule in rules.unmatched(&names) {
         let message = format!(

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::claim::stored;
+use super::store_call::stored;
 use super::{Engine, EngineError};
 
 /// How often idle cached conversations are dropped.

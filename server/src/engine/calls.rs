@@ -3,13 +3,12 @@
 //! approval itself; that becomes a proxy approval here.
 
 use asg_shared::PendingApproval;
-use asg_shared::rest::ToolInfo;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::Inner;
 use super::approval;
-use super::catalog::ToolKind;
+use super::catalog::{Tool, ToolKind};
 use asg_shared::a2a::TaskState;
 
 use crate::a2a::client::{
@@ -36,19 +35,13 @@ impl CallOutcome {
 
 impl Inner {
     /// A tool by name, as resolved now.
-    pub(crate) fn tool(&self, name: &str) -> Option<ToolInfo> {
-        self.catalog
-            .current()
-            .get(name)
-            .map(|entry| entry.info.clone())
+    pub(crate) fn tool(&self, name: &str) -> Option<Tool> {
+        self.catalog.current().get(name).cloned()
     }
 
     /// What a tool name stands for now.
     fn tool_kind(&self, name: &str) -> Option<ToolKind> {
-        self.catalog
-            .current()
-            .get(name)
-            .map(|entry| entry.kind.clone())
+        self.catalog.current().get(name).map(|tool| tool.kind)
     }
 }
 

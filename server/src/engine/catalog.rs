@@ -10,35 +10,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use asg_shared::rest::ToolInfo;
-
 use super::llm_node::EXIT_LOOP_TOOL;
 use crate::llm::ToolSpec;
 use crate::mcp::ToolRegistry;
-
-/// What a tool name stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolKind {
-    /// A tool of an MCP server.
-    Mcp,
-    /// A sub-agent reached over A2A.
-    SubAgent,
-}
-
-/// One resolved tool.
-#[derive(Debug, Clone)]
-pub struct CatalogEntry {
-    /// What it is.
-    pub kind: ToolKind,
-    /// Name, description, schema; `destructive_hint` is the effective
-    /// gate (a call needs a human's approval).
-    pub info: ToolInfo,
-}
+pub use crate::tool::{Tool, ToolKind};
 
 /// Tool names → what they are.
 #[derive(Debug, Default)]
 pub struct ToolCatalog {
-    entries: HashMap<String, CatalogEntry>,
+    entries: HashMap<String, Tool>,
     order: Vec<String>,
 }
 
@@ -46,47 +26,40 @@ impl ToolCatalog {
     /// Resolves MCP tools and sub-agents. A name used twice (by two
     /// kinds, or by a tool and the built-in `exit_loop`) is an error that
     /// names both.
-    pub fn build(mcp: Vec<ToolInfo>, sub_agents: Vec<ToolInfo>) -> Result<ToolCatalog, String> {
+    pub fn build(mcp: Vec<Tool>, sub_agents: Vec<Tool>) -> Result<ToolCatalog, String> {
         let mut catalog = ToolCatalog::default();
-        let tagged = mcp.into_iter().map(|info| (ToolKind::Mcp, info)).chain(
-            sub_agents
-                .into_iter()
-                .map(|info| (ToolKind::SubAgent, info)),
-        );
-        for (kind, info) in tagged {
-            if info.name == EXIT_LOOP_TOOL {
+        for tool in mcp.into_iter().chain(sub_agents) {
+            if tool.name == EXIT_LOOP_TOOL {
                 return Err(format!(
                     "{} is named {EXIT_LOOP_TOOL:?}, the name of the built-in tool that ends a loop; rename it",
-                    describe(&kind, &info)
+                    describe(&tool)
                 ));
             }
-            if let Some(other) = catalog.entries.get(&info.name) {
+            if let Some(other) = catalog.entries.get(&tool.name) {
                 return Err(format!(
                     "tool name {:?} is used by both {} and {}; tool names must be unique",
-                    info.name,
-                    describe(&other.kind, &other.info),
-                    describe(&kind, &info)
+                    tool.name,
+                    describe(other),
+                    describe(&tool)
                 ));
             }
-            catalog.order.push(info.name.clone());
-            catalog
-                .entries
-                .insert(info.name.clone(), CatalogEntry { kind, info });
+            catalog.order.push(tool.name.clone());
+            catalog.entries.insert(tool.name.clone(), tool);
         }
         Ok(catalog)
     }
 
     /// A tool by name.
-    pub fn get(&self, name: &str) -> Option<&CatalogEntry> {
+    pub fn get(&self, name: &str) -> Option<&Tool> {
         self.entries.get(name)
     }
 
     /// Every tool, MCP tools first, in configuration order.
-    pub fn infos(&self) -> Vec<ToolInfo> {
+    pub fn tools(&self) -> Vec<Tool> {
         self.order
             .iter()
             .filter_map(|name| self.entries.get(name))
-            .map(|entry| entry.info.clone())
+            .cloned()
             .collect()
     }
 }
@@ -106,14 +79,14 @@ pub struct ToolSelection {
 }
 
 impl ToolSelection {
-    fn offers(&self, entry: &CatalogEntry) -> bool {
-        let name = &entry.info.name;
+    fn offers(&self, tool: &Tool) -> bool {
+        let name = &tool.name;
         let named = self.names.as_ref().is_none_or(|names| names.contains(name));
-        let served = entry.kind != ToolKind::Mcp
+        let served = tool.kind != ToolKind::Mcp
             || self
                 .mcp_servers
                 .as_ref()
-                .is_none_or(|servers| servers.contains(&entry.info.server));
+                .is_none_or(|servers| servers.contains(&tool.server));
         named && served && !self.hidden.contains(name)
     }
 }
@@ -124,11 +97,11 @@ impl ToolCatalog {
         self.order
             .iter()
             .filter_map(|name| self.entries.get(name))
-            .filter(|entry| selection.offers(entry))
-            .map(|entry| ToolSpec {
-                name: entry.info.name.clone(),
-                description: entry.info.description.clone(),
-                input_schema: entry.info.input_schema.clone(),
+            .filter(|tool| selection.offers(tool))
+            .map(|tool| ToolSpec {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema.clone(),
             })
             .collect()
     }
@@ -138,7 +111,7 @@ impl ToolCatalog {
 /// was down at startup answered).
 pub struct LiveCatalog {
     registry: Arc<ToolRegistry>,
-    sub_agents: Vec<ToolInfo>,
+    sub_agents: Vec<Tool>,
     current: RwLock<(u64, Arc<ToolCatalog>)>,
 }
 
@@ -147,7 +120,7 @@ impl LiveCatalog {
     /// registry's tools and `sub_agents` at startup).
     pub fn new(
         registry: Arc<ToolRegistry>,
-        sub_agents: Vec<ToolInfo>,
+        sub_agents: Vec<Tool>,
         initial: ToolCatalog,
     ) -> LiveCatalog {
         let version = registry.version();
@@ -178,10 +151,10 @@ impl LiveCatalog {
     }
 }
 
-fn describe(kind: &ToolKind, info: &ToolInfo) -> String {
-    match kind {
-        ToolKind::Mcp => format!("the tool of MCP server {:?}", info.server),
-        ToolKind::SubAgent => format!("the sub-agent at {}", info.server),
+fn describe(tool: &Tool) -> String {
+    match tool.kind {
+        ToolKind::Mcp => format!("the tool of MCP server {:?}", tool.server),
+        ToolKind::SubAgent => format!("the sub-agent at {}", tool.server),
     }
 }
 
@@ -191,14 +164,14 @@ mod tests {
 
     use super::*;
 
-    fn tool(name: &str, source: &str, server: &str) -> ToolInfo {
-        ToolInfo {
+    fn tool(name: &str, kind: ToolKind, server: &str) -> Tool {
+        Tool {
             name: name.into(),
             description: String::new(),
             input_schema: json!({"type": "object"}),
-            destructive_hint: false,
-            read_only_hint: false,
-            source: source.into(),
+            gated: false,
+            read_only: false,
+            kind,
             server: server.into(),
         }
     }
@@ -206,14 +179,14 @@ mod tests {
     #[test]
     fn names_resolve_to_their_kind() {
         let catalog = ToolCatalog::build(
-            vec![tool("resources_list", "mcp", "resources")],
-            vec![tool("helper", "a2a", "http://b:8082")],
+            vec![tool("resources_list", ToolKind::Mcp, "resources")],
+            vec![tool("helper", ToolKind::SubAgent, "http://b:8082")],
         )
         .unwrap();
         assert_eq!(catalog.get("resources_list").unwrap().kind, ToolKind::Mcp);
         assert_eq!(catalog.get("helper").unwrap().kind, ToolKind::SubAgent);
         assert!(catalog.get("other").is_none());
-        let names: Vec<_> = catalog.infos().into_iter().map(|t| t.name).collect();
+        let names: Vec<_> = catalog.tools().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["resources_list", "helper"]);
     }
 
@@ -221,12 +194,12 @@ mod tests {
     fn a_selection_limits_by_name_server_and_scope() {
         let catalog = ToolCatalog::build(
             vec![
-                tool("resources_list", "mcp", "resources"),
-                tool("read_file", "mcp", "filesystem"),
+                tool("resources_list", ToolKind::Mcp, "resources"),
+                tool("read_file", ToolKind::Mcp, "filesystem"),
             ],
             vec![
-                tool("helper", "a2a", "http://b:8082"),
-                tool("private", "a2a", "http://c:8083"),
+                tool("helper", ToolKind::SubAgent, "http://b:8082"),
+                tool("private", ToolKind::SubAgent, "http://c:8083"),
             ],
         )
         .unwrap();
@@ -263,16 +236,16 @@ mod tests {
     #[test]
     fn a_name_clash_names_both_sides() {
         let error = ToolCatalog::build(
-            vec![tool("helper", "mcp", "resources")],
-            vec![tool("helper", "a2a", "http://b:8082")],
+            vec![tool("helper", ToolKind::Mcp, "resources")],
+            vec![tool("helper", ToolKind::SubAgent, "http://b:8082")],
         )
         .unwrap_err();
         assert!(error.contains("\"helper\""), "{error}");
         assert!(error.contains("MCP server \"resources\""), "{error}");
         assert!(error.contains("http://b:8082"), "{error}");
 
-        let error =
-            ToolCatalog::build(vec![tool("exit_loop", "mcp", "resources")], vec![]).unwrap_err();
+        let error = ToolCatalog::build(vec![tool("exit_loop", ToolKind::Mcp, "resources")], vec![])
+            .unwrap_err();
         assert!(error.contains("built-in"), "{error}");
     }
 }

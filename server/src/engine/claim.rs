@@ -31,13 +31,10 @@ use asg_shared::Conversation;
 use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
-use asg_shared::rest::ConversationList;
-
 use super::index::Slot;
-use super::page::{self, PageRequest};
-use super::{EngineError, Inner, save_blocking, summarize, transition};
-use crate::auth::policy::ReadScope;
-use crate::store::{Claim, ListQuery, Store, StoreError};
+use super::store_call::{self, blocking, stored};
+use super::{EngineError, Inner, transition};
+use crate::store::{Claim, Store, StoreError};
 
 /// Longest wait for a conversation another replica is changing.
 pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(30);
@@ -56,7 +53,7 @@ impl Claimed {
     /// here or on another replica, can start at once).
     pub(crate) async fn release(mut self) {
         if let Some((store, id)) = self.lease.take() {
-            let _ = tokio::task::spawn_blocking(move || store.release(id)).await;
+            let _ = blocking(&store, move |s| s.release(id)).await;
         }
         self.guard.take();
     }
@@ -75,7 +72,7 @@ impl Drop for Claimed {
             return; // no runtime left: the lease expires by itself
         };
         handle.spawn(async move {
-            let _ = tokio::task::spawn_blocking(move || store.release(id)).await;
+            let _ = blocking(&store, move |s| s.release(id)).await;
             drop(guard);
         });
     }
@@ -94,29 +91,6 @@ async fn take(store: &Arc<dyn Store>, id: Uuid) -> Result<Result<Claim, StoreErr
     taken
         .await
         .map_err(|_| EngineError::Internal(format!("claiming conversation {id} stopped")))
-}
-
-/// Runs a store call on the blocking pool (stores block).
-pub(crate) async fn blocking<T: Send + 'static>(
-    store: &Arc<dyn Store>,
-    call: impl FnOnce(&dyn Store) -> T + Send + 'static,
-) -> Result<T, EngineError> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || call(store.as_ref()))
-        .await
-        .map_err(|e| EngineError::Internal(format!("a store call stopped: {e}")))
-}
-
-/// A store call on the blocking pool, its error as the engine's.
-pub(crate) async fn stored<T: Send + 'static>(
-    store: &Arc<dyn Store>,
-    call: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, EngineError> {
-    blocking(store, call).await?.map_err(store_error)
-}
-
-fn store_error(error: crate::store::StoreError) -> EngineError {
-    EngineError::Store(error.to_string())
 }
 
 impl Inner {
@@ -148,7 +122,9 @@ impl Inner {
         let snapshot = slot.snapshot();
         let command = transition::Command::Interrupted;
         let settled = self
-            .with_facts(|facts| transition::apply(&snapshot, transition::Who::System, command, facts))
+            .with_facts(|facts| {
+                transition::apply(&snapshot, transition::Who::System, command, facts)
+            })
             .map_err(|refusal| super::refused(refusal, &snapshot))?;
         if settled.effects.is_empty() {
             return Ok(());
@@ -156,7 +132,7 @@ impl Inner {
         let conversation = settled.conversation;
         tracing::warn!(conversation = %conversation.id, "a turn that no longer runs left this conversation unfinished (its replica stopped, or its last save failed); recorded as interrupted, nothing re-run");
         let conversation = Arc::new(conversation);
-        save_blocking(&self.store, conversation.clone()).await?;
+        store_call::save(&self.store, conversation.clone()).await?;
         slot.publish(conversation);
         Ok(())
     }
@@ -191,7 +167,7 @@ impl Inner {
                     pause = (pause * 2).min(Duration::from_millis(200));
                 }
                 Ok(Claim::Busy) => return Err(EngineError::Busy(id)),
-                Err(error) => return Err(store_error(error)),
+                Err(error) => return Err(error.into()),
             }
         }
     }
@@ -256,29 +232,6 @@ impl Inner {
         self.slot(id).await.map_err(|error| match error {
             EngineError::ConversationNotFound(_) => EngineError::ApprovalNotFound(uuid),
             other => other,
-        })
-    }
-
-    /// [`super::Engine::list_for`]: only the page is read whole.
-    pub(crate) async fn list_stored(
-        &self,
-        scope: ReadScope,
-        status: Option<asg_shared::ConversationStatus>,
-        page: PageRequest,
-    ) -> Result<ConversationList, EngineError> {
-        let query = ListQuery {
-            scope,
-            status,
-            after: page.after.map(|key| (key.at, key.id)),
-            limit: page.limit,
-        };
-        let listed = stored(&self.store, move |s| s.list_page(&query)).await?;
-        Ok(ConversationList {
-            conversations: listed.conversations.iter().map(summarize).collect(),
-            summary: listed.summary,
-            next_cursor: listed
-                .next
-                .map(|(at, id)| page::encode(page::Key { at, id })),
         })
     }
 

@@ -221,7 +221,7 @@ impl Engine {
     /// Acts on every approval due at `now`; how long to sleep then.
     async fn expiry_pass(&self, now: DateTime<Utc>) -> Duration {
         let mut work = Vec::new();
-        let read = super::claim::stored(&self.inner.store, move |s| s.deadlines(now)).await;
+        let read = super::store_call::stored(&self.inner.store, move |s| s.deadlines(now)).await;
         let deadlines = match read {
             Ok(deadlines) => deadlines,
             Err(error) => {

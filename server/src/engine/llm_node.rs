@@ -407,7 +407,7 @@ fn plan(
                 tool: &call.name,
                 arguments: &call.arguments,
                 offered: offered.iter().any(|tool| tool.name == call.name),
-                gated: inner.tool(&call.name).map(|info| info.destructive_hint),
+                gated: inner.tool(&call.name).map(|tool| tool.gated),
                 grants,
             };
             let decision = decide(facts, gate, &inner.rules);

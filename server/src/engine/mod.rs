@@ -27,12 +27,12 @@ mod expiry;
 mod history;
 mod index;
 mod llm_node;
-pub mod page;
 mod pause;
 pub mod pin;
 mod reconcile;
 mod replicas;
 mod run;
+mod store_call;
 mod tree;
 mod turn;
 
@@ -42,7 +42,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use asg_shared::rest::{ConversationList, ConversationSummary, TurnResult};
 use asg_shared::{Conversation, ConversationStatus, Message, PendingApproval, Role};
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
@@ -54,7 +53,7 @@ use crate::audit::AuditLog;
 use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError};
 use crate::mcp::ToolRegistry;
-use crate::store::Store;
+use crate::store::{ListPage, ListQuery, PendingPage, PendingQuery, Store, StoreError};
 pub use asg_core::{choice, decide, rules, transition};
 use catalog::{LiveCatalog, ToolCatalog};
 pub use choice::Choice;
@@ -62,23 +61,33 @@ pub use choice::Choice;
 pub use expiry::ExpiryPolicy;
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
-pub use page::PageRequest;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
-use crate::auth::policy::ReadScope;
 pub use asg_core::gate::Command;
 use asg_core::gate::{self, Permit, Refusal};
 use index::{ConversationIndex, Slot, SubscriberLimits};
 pub use index::{SubscribersFull, Subscription};
 use turn::Turn;
 
-/// What a turn produced, as the API reports it.
+/// What a turn produced.
 #[derive(Debug, Clone)]
 pub struct TurnOutcome {
     /// The conversation after the turn.
     pub conversation: Arc<Conversation>,
     /// Answer text, approval state.
-    pub result: TurnResult,
+    pub result: TurnAnswer,
+}
+
+/// A turn's answer as of its last save (the REST door reports it as
+/// `asg_shared::rest::TurnResult`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnAnswer {
+    /// The agent's answer text (or a description of the pending action).
+    pub response: String,
+    /// Whether the conversation now waits for an approval.
+    pub waiting_approval: bool,
+    /// The first pending approval, when there is one.
+    pub approval: Option<PendingApproval>,
 }
 
 /// Why an engine call failed.
@@ -120,9 +129,14 @@ pub enum EngineError {
         error: LlmError,
         conversation: Arc<Conversation>,
     },
-    /// The conversation could not be saved.
+    /// The store failed (a save, a read, a claim); the store's error is
+    /// the source.
     #[error("{0}")]
-    Store(String),
+    Store(#[from] StoreError),
+    /// The audit log could not record a decision, so the decision is not
+    /// applied.
+    #[error("cannot write the audit log: {0}")]
+    Audit(#[source] std::io::Error),
     /// Another replica is changing the conversation and did not finish
     /// within the claim wait.
     #[error("conversation {0} is busy with a turn on another agent replica; retry when it ends")]
@@ -363,8 +377,7 @@ impl Engine {
     /// Marks the store closed cleanly, once nothing more is saved (the end
     /// of the server's graceful shutdown).
     pub async fn close_store(&self) {
-        let store = self.inner.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.close()).await;
+        let _ = store_call::blocking(&self.inner.store, |s| s.close()).await;
     }
 
     /// Approval requests and decisions across every conversation, from
@@ -402,9 +415,10 @@ impl Engine {
         &self.inner.tools
     }
 
-    /// Every tool the model can be offered: MCP tools and sub-agents.
-    pub fn tool_infos(&self) -> Vec<asg_shared::rest::ToolInfo> {
-        self.inner.catalog.current().infos()
+    /// Every tool the model can be offered: MCP tools and sub-agents
+    /// (the catalog's model; the doors map it to their wire types).
+    pub fn catalog_tools(&self) -> Vec<catalog::Tool> {
+        self.inner.catalog.current().tools()
     }
 
     /// The agent tree.
@@ -572,48 +586,23 @@ impl Engine {
         self.inner.current(id).await
     }
 
-    /// Summaries of every conversation, newest first, with counts.
-    pub async fn list(&self) -> Result<ConversationList, EngineError> {
-        let everything = ReadScope {
-            subject: String::new(),
-            anonymous: true,
-            everything: true,
-            approvals: true,
-        };
-        self.list_for(everything, None, PageRequest::default())
-            .await
-    }
-
-    /// One page of summaries of the conversations `scope` may read (and
-    /// of `status`, when given), newest first, with the counts of all it
-    /// may read.
-    pub async fn list_for(
-        &self,
-        scope: ReadScope,
-        status: Option<ConversationStatus>,
-        page: PageRequest,
-    ) -> Result<ConversationList, EngineError> {
-        self.inner.list_stored(scope, status, page).await
+    /// One page of the conversations `query.scope` may read (and of
+    /// `query.status`, when given), newest first, with the counts of all
+    /// it may read and the key of the next page (only the page is read
+    /// whole). The door words it (summaries, cursor).
+    pub async fn list_for(&self, query: ListQuery) -> Result<ListPage, EngineError> {
+        store_call::stored(&self.inner.store, move |s| s.list_page(&query)).await
     }
 
     /// One page of the pending approvals `query` lists, oldest first, and
-    /// the cursor of the next page (only the page's conversations are
-    /// read).
-    pub async fn pending_page(
-        &self,
-        query: crate::store::PendingQuery,
-    ) -> Result<(Vec<PendingApproval>, Option<String>), EngineError> {
-        let page = claim::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
-        let approvals = page
-            .approvals
-            .into_iter()
-            .map(|mut pending| {
-                pending.config_changed = self.inner.config_changed(&pending);
-                pending
-            })
-            .collect();
-        let next = page.next.map(|(at, id)| page::encode(page::Key { at, id }));
-        Ok((approvals, next))
+    /// the key of the next page (only the page's conversations are read).
+    pub async fn pending_page(&self, query: PendingQuery) -> Result<PendingPage, EngineError> {
+        let mut page =
+            store_call::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
+        for pending in &mut page.approvals {
+            pending.config_changed = self.inner.config_changed(pending);
+        }
+        Ok(page)
     }
 }
 
@@ -773,8 +762,8 @@ async fn decide_claimed(
         uuid,
         approve,
         choice: &choice,
-        tool: tool.as_ref(),
-        gated: tool.as_ref().map(|t| t.destructive_hint),
+        input_schema: tool.as_ref().map(|t| &t.input_schema),
+        gated: tool.as_ref().map(|t| t.gated),
     };
     let command = transition::Command::Decide {
         request,
@@ -876,18 +865,6 @@ fn refused(refusal: Refusal, conversation: &Conversation) -> EngineError {
 /// Ends a turn: a turn that stopped on an error path may still be marked
 /// in progress (saved so, cleared now), and subscribers learn how it
 /// ended. Runs while the turn still holds the conversation's lock.
-/// Saves `conversation` on the blocking pool (stores block).
-async fn save_blocking(
-    store: &Arc<dyn Store>,
-    conversation: Arc<Conversation>,
-) -> Result<(), EngineError> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || store.save(&conversation))
-        .await
-        .map_err(|e| EngineError::Store(e.to_string()))?
-        .map_err(|e| EngineError::Store(e.to_string()))
-}
-
 async fn settle(
     inner: &Inner,
     slot: &Slot,
@@ -909,10 +886,8 @@ async fn settle(
         conversation.turn_in_progress = false;
         conversation.updated_at = Utc::now();
         let conversation = Arc::new(conversation);
-        let store = inner.store.clone();
-        let to_save = conversation.clone();
-        match tokio::task::spawn_blocking(move || store.save(&to_save)).await {
-            Ok(Ok(())) => {
+        match store_call::save(&inner.store, conversation.clone()).await {
+            Ok(()) => {
                 slot.publish(conversation.clone());
                 match &mut result {
                     Ok(outcome) => outcome.conversation = conversation,
@@ -923,7 +898,6 @@ async fn settle(
                     }
                 }
             }
-            Ok(Err(error)) => tracing::error!(%error, "cannot record the end of a turn"),
             Err(error) => tracing::error!(%error, "cannot record the end of a turn"),
         }
     }
@@ -953,32 +927,6 @@ fn check_message(text: &str) -> Result<(), EngineError> {
         )));
     }
     Ok(())
-}
-
-fn summarize(conversation: &Conversation) -> ConversationSummary {
-    let title = conversation
-        .messages
-        .iter()
-        .find(|m| m.role == Role::User)
-        .map(|m| shorten(&m.content, 80));
-    ConversationSummary {
-        id: conversation.id,
-        session_id: conversation.session_id.clone(),
-        status: conversation.status,
-        message_count: conversation.messages.len(),
-        title,
-        pending_approval: conversation.pending().first().cloned(),
-        pending_approvals: conversation.pending().to_vec(),
-        created_at: conversation.created_at,
-        updated_at: conversation.updated_at,
-    }
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 /// A new message stamped now.

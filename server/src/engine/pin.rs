@@ -8,11 +8,11 @@
 //! change recorded (`resume`). Pure functions.
 
 use asg_shared::PendingApproval;
-use asg_shared::rest::ToolInfo;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Inner;
+use super::catalog::Tool;
 use crate::config::{AgentConfig, NodeConfig, OnConfigChange};
 
 /// Who refuses a decision whose run's configuration changed.
@@ -87,13 +87,13 @@ fn node(node: &NodeConfig) -> Value {
 
 /// `sha256:<hex>` of the tree description and the gated tool (`None`:
 /// the tool is not available now, which counts as a change).
-pub fn fingerprint(tree: &Value, tool: Option<&ToolInfo>) -> String {
+pub fn fingerprint(tree: &Value, tool: Option<&Tool>) -> String {
     let tool = tool.map(|t| {
         json!({
             "name": t.name,
             "description": t.description,
             "input_schema": t.input_schema,
-            "gated": t.destructive_hint,
+            "gated": t.gated,
         })
     });
     let bytes = serde_json::to_vec(&json!({"config": tree, "tool": tool})).unwrap_or_default();
@@ -112,14 +112,14 @@ mod tests {
         tree_description(&AgentConfig::parse(yaml, Path::new("agent.yaml")).unwrap())
     }
 
-    fn tool(schema: Value) -> ToolInfo {
-        ToolInfo {
+    fn tool(schema: Value) -> Tool {
+        Tool {
             name: "resources_add".into(),
             description: "Add".into(),
             input_schema: schema,
-            destructive_hint: true,
-            read_only_hint: false,
-            source: "mcp".into(),
+            gated: true,
+            read_only: false,
+            kind: crate::tool::ToolKind::Mcp,
             server: "resources".into(),
         }
     }

@@ -10,7 +10,7 @@ use asg_shared::{ApprovalState, PendingApproval};
 use uuid::Uuid;
 
 use super::turn::Turn;
-use super::{Engine, EngineError, Inner, calls, claim, transition};
+use super::{Engine, EngineError, Inner, calls, store_call, transition};
 use crate::a2a::client::{Delegation, delegation_of};
 use crate::context::RequestContext;
 use transition::{Command, Who};
@@ -74,7 +74,7 @@ impl Engine {
         };
         loop {
             let asked = query.clone();
-            let read = claim::stored(&self.inner.store, move |s| s.pending_page(&asked)).await;
+            let read = store_call::stored(&self.inner.store, move |s| s.pending_page(&asked)).await;
             let page = match read {
                 Ok(page) => page,
                 Err(error) => {

@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
-use super::claim::blocking;
 use super::index::Slot;
+use super::store_call::stored;
 use super::{Engine, EngineError, Inner};
 
 /// How often abandoned leases are looked for and idle slots dropped.
@@ -76,13 +76,12 @@ impl Engine {
     /// Takes over abandoned conversations; drops idle cached slots.
     async fn sweep(&self) {
         let inner = &self.inner;
-        let abandoned = match blocking(&inner.store, |s| s.abandoned()).await {
-            Ok(Ok(ids)) => ids,
-            Ok(Err(error)) => {
+        let abandoned = match stored(&inner.store, |s| s.abandoned()).await {
+            Ok(ids) => ids,
+            Err(error) => {
                 tracing::debug!(%error, "cannot look for abandoned conversations");
                 Vec::new()
             }
-            Err(_) => Vec::new(),
         };
         for id in abandoned {
             if inner.index.get(id).is_some_and(|slot| slot.is_busy()) {
@@ -205,8 +204,8 @@ impl Inner {
         };
         tokio::spawn(async move {
             let id = note.conversation;
-            if let Ok(Ok(Some(stored))) = blocking(&self.store, move |s| s.load(id)).await
-                && let Some(event) = note.event(&stored)
+            if let Ok(Some(conversation)) = stored(&self.store, move |s| s.load(id)).await
+                && let Some(event) = note.event(&conversation)
             {
                 self.index.notify_remote(event);
             }
@@ -228,8 +227,8 @@ impl Inner {
             // an older version is never published after a newer one.
             let _guard = slot.lock_owned().await;
             slot.followed();
-            if let Ok(Ok(Some(stored))) = blocking(&self.store, move |s| s.load(id)).await {
-                slot.refresh(Arc::new(stored), true);
+            if let Ok(Some(conversation)) = stored(&self.store, move |s| s.load(id)).await {
+                slot.refresh(Arc::new(conversation), true);
             }
         });
     }

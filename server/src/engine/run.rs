@@ -341,11 +341,7 @@ impl Exec {
             tool: &a2a.agent,
             arguments: &arguments,
             offered: true,
-            gated: Some(
-                self.inner
-                    .tool(&a2a.agent)
-                    .is_none_or(|t| t.destructive_hint),
-            ),
+            gated: Some(self.inner.tool(&a2a.agent).is_none_or(|t| t.gated)),
             grants: &self.grants,
         };
         let decision = decide(facts, gate, &self.inner.rules);

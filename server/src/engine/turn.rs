@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use asg_shared::rest::TurnResult;
 use asg_shared::{
     Conversation, ConversationStatus, Message, PausedStep, PendingApproval, PipelineState, Role,
 };
@@ -16,7 +15,7 @@ use super::index::Slot;
 use super::llm_node::{self, Gate, Invocation, NodeOutcome, Recorder};
 use super::run::{Exec, Failure, Flow, Pause, Resume, ResumeStep, Transcript};
 use super::tree::Node;
-use super::{EngineError, Inner, TurnOutcome, history, new_message};
+use super::{EngineError, Inner, TurnAnswer, TurnOutcome, history, new_message, store_call};
 use crate::context::RequestContext;
 
 pub(crate) struct Turn<'a> {
@@ -78,15 +77,9 @@ impl<'a> Turn<'a> {
     pub(crate) async fn save(&mut self) -> Result<(), EngineError> {
         self.conversation.updated_at = Utc::now();
         let snapshot = Arc::new(self.conversation.clone());
-        let store = self.inner.store.clone();
-        let to_save = snapshot.clone();
-        tokio::task::spawn_blocking(move || store.save(&to_save))
+        store_call::save(&self.inner.store, snapshot.clone())
             .await
-            .map_err(|e| EngineError::Store(e.to_string()))?
-            .map_err(|e| {
-                tracing::error!(error = %e, "saving a conversation failed");
-                EngineError::Store(e.to_string())
-            })?;
+            .inspect_err(|error| tracing::error!(%error, "saving a conversation failed"))?;
         self.slot.publish(snapshot);
         Ok(())
     }
@@ -96,7 +89,7 @@ impl<'a> Turn<'a> {
         let conversation = self.slot.snapshot();
         let approval = conversation.pending_approval.clone();
         TurnOutcome {
-            result: TurnResult {
+            result: TurnAnswer {
                 response,
                 waiting_approval: conversation.status == ConversationStatus::WaitingApproval,
                 approval,
@@ -184,7 +177,7 @@ impl<'a> Turn<'a> {
     async fn run_simple(mut self) -> Result<TurnOutcome, EngineError> {
         let inner = self.inner.clone();
         let Node::Llm(node) = &inner.tree.root else {
-            return Err(EngineError::Store("run_simple needs an llm root".into()));
+            return Err(EngineError::Internal("run_simple needs an llm root".into()));
         };
         let invocation = Invocation {
             node,

@@ -1,5 +1,5 @@
 //! [`ToolRegistry`]: every configured MCP server, the union of their tools
-//! (as [`ToolInfo`] with the effective approval requirement) and call
+//! (as [`Tool`]s with the effective approval requirement) and call
 //! routing by tool name.
 //!
 //! Approval rule (the MCP specification's defaults, made configurable): a
@@ -14,8 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, RwLock};
 
-use asg_shared::rest::ToolInfo;
-use rmcp::model::{CallToolResult, Tool};
+use rmcp::model::{CallToolResult, Tool as McpTool};
 use serde_json::{Map, Value};
 
 use tokio_util::sync::CancellationToken;
@@ -25,6 +24,7 @@ use super::availability::ServerStatus;
 use super::server::McpServer;
 use crate::config::{ApprovalConfig, McpServerConfig};
 use crate::context::BearerToken;
+use crate::tool::{Tool, ToolKind};
 
 /// What the registry needs besides the server list.
 #[derive(Debug, Clone, Default)]
@@ -112,7 +112,7 @@ pub struct ToolRegistry {
 /// The tools offered now.
 #[derive(Default)]
 pub(super) struct Offered {
-    tools: Vec<ToolInfo>,
+    tools: Vec<Tool>,
     /// Tool name → index in `servers`.
     routes: HashMap<String, usize>,
 }
@@ -176,7 +176,7 @@ impl ToolRegistry {
     pub(super) fn add_tools(
         &self,
         index: usize,
-        tools: Vec<Tool>,
+        tools: Vec<McpTool>,
         reserved: &[String],
     ) -> Result<(), String> {
         let server = self.servers[index].name().to_string();
@@ -216,7 +216,7 @@ impl ToolRegistry {
 
     /// Every tool offered now, in server order then the order each server
     /// listed them (a server that joined late comes after the others).
-    pub fn tools(&self) -> Vec<ToolInfo> {
+    pub fn tools(&self) -> Vec<Tool> {
         self.offered
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -225,7 +225,7 @@ impl ToolRegistry {
     }
 
     /// One tool by name.
-    pub fn tool(&self, name: &str) -> Option<ToolInfo> {
+    pub fn tool(&self, name: &str) -> Option<Tool> {
         let offered = self.offered.read().unwrap_or_else(|p| p.into_inner());
         offered.tools.iter().find(|t| t.name == name).cloned()
     }
@@ -268,7 +268,7 @@ impl ToolRegistry {
 }
 
 /// Whether a call of this tool needs approval (see the module docs).
-pub fn needs_approval(tool: &Tool, approval: &ApprovalConfig) -> bool {
+pub fn needs_approval(tool: &McpTool, approval: &ApprovalConfig) -> bool {
     let name = tool.name.as_ref();
     if approval.always.iter().any(|n| n == name) {
         return true;
@@ -286,18 +286,18 @@ pub fn needs_approval(tool: &Tool, approval: &ApprovalConfig) -> bool {
     }
 }
 
-fn tool_info(tool: &Tool, server: &str, approval: &ApprovalConfig) -> ToolInfo {
-    ToolInfo {
+fn tool_info(tool: &McpTool, server: &str, approval: &ApprovalConfig) -> Tool {
+    Tool {
         name: tool.name.to_string(),
         description: tool.description.as_deref().unwrap_or_default().to_string(),
         input_schema: Value::Object(tool.input_schema.as_ref().clone()),
-        destructive_hint: needs_approval(tool, approval),
-        read_only_hint: tool
+        gated: needs_approval(tool, approval),
+        read_only: tool
             .annotations
             .as_ref()
             .and_then(|a| a.read_only_hint)
             .unwrap_or(false),
-        source: "mcp".to_string(),
+        kind: ToolKind::Mcp,
         server: server.to_string(),
     }
 }

@@ -83,10 +83,10 @@ fn tool_info_carries_source_server_and_hints() {
     let info = tool_info(&t, "resources", &ApprovalConfig::default());
     assert_eq!(info.name, "resources_list");
     assert_eq!(info.description, "test tool");
-    assert_eq!(info.source, "mcp");
+    assert_eq!(info.kind, ToolKind::Mcp);
     assert_eq!(info.server, "resources");
-    assert!(info.read_only_hint);
-    assert!(!info.destructive_hint);
+    assert!(info.read_only);
+    assert!(!info.gated);
     assert_eq!(info.input_schema, json!({}));
 }
 

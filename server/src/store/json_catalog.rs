@@ -17,12 +17,11 @@
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use asg_shared::rest::StatusSummary;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use uuid::Uuid;
 
-use super::{ListQuery, PendingQuery, StoreError};
+use super::{ListQuery, PendingQuery, StatusCounts, StoreError};
 
 mod queries;
 mod rows;
@@ -98,7 +97,7 @@ pub(super) struct IdPage {
     /// The key of the last id, when more follow.
     pub next: Option<(DateTime<Utc>, Uuid)>,
     /// Counts of everything in scope.
-    pub summary: StatusSummary,
+    pub summary: StatusCounts,
 }
 
 /// Whether an opened catalog can be used as it is.

@@ -21,7 +21,6 @@ pub mod postgres;
 
 use std::sync::Arc;
 
-use asg_shared::rest::StatusSummary;
 use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -59,7 +58,36 @@ pub struct ListPage {
     /// store orders it).
     pub next: Option<(DateTime<Utc>, Uuid)>,
     /// Counts by status of every conversation in scope.
-    pub summary: StatusSummary,
+    pub summary: StatusCounts,
+}
+
+/// Counts of conversations by status (the REST door reports them as
+/// `asg_shared::rest::StatusSummary`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusCounts {
+    /// Every status.
+    pub total: usize,
+    /// Ready for a message.
+    pub active: usize,
+    /// Waiting for an approval.
+    pub waiting_approval: usize,
+    /// Closed.
+    pub completed: usize,
+    /// Canceled while waiting for an approval.
+    pub canceled: usize,
+}
+
+impl StatusCounts {
+    /// Counts `n` conversations of `status`.
+    pub fn add(&mut self, status: ConversationStatus, n: usize) {
+        self.total += n;
+        match status {
+            ConversationStatus::Active => self.active += n,
+            ConversationStatus::WaitingApproval => self.waiting_approval += n,
+            ConversationStatus::Completed => self.completed += n,
+            ConversationStatus::Canceled => self.canceled += n,
+        }
+    }
 }
 
 /// The approvals' deadlines, from [`Store::deadlines`].

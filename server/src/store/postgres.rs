@@ -29,9 +29,11 @@ use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use super::pg_lease::Leases;
-use super::{Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, Store, StoreError};
+use super::{
+    Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, StatusCounts, Store,
+    StoreError,
+};
 use asg_shared::ConversationStatus;
-use asg_shared::rest::StatusSummary;
 use chrono::{DateTime, Utc};
 
 /// The channel every commit notifies, with the conversation id.
@@ -187,7 +189,7 @@ impl PgStore {
             .fetch_all(&self.pool),
         )
         .await?;
-        let mut summary = StatusSummary::default();
+        let mut summary = StatusCounts::default();
         for (status, count) in counts {
             if let Some(status) = ConversationStatus::parse(&status) {
                 summary.add(status, usize::try_from(count).unwrap_or(0));

@@ -20,7 +20,10 @@ pub const MODES: [&str; 2] = ["text/plain", "application/json"];
 
 /// `GET /.well-known/agent-card.json` and `/.well-known/agent.json`.
 pub async fn agent_card_handler(State(state): State<AppState>) -> Json<AgentCard> {
-    Json(agent_card(&state.agent, &state.engine.tool_infos()))
+    Json(agent_card(
+        &state.agent,
+        &crate::api::system::tool_infos(&state.engine),
+    ))
 }
 
 /// Builds the card from the agent's identity and its tools.

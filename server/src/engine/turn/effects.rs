@@ -134,7 +134,7 @@ impl Turn<'_> {
         line.edited_arguments_sha256 = entry.edited.as_ref().map(crate::audit::arguments_hash);
         audit.append(&line).await.map_err(|e| {
             tracing::error!(error = %e, "cannot write the audit log; the decision is not applied");
-            EngineError::Store(format!("cannot write the audit log: {e}"))
+            EngineError::Audit(e)
         })
     }
 

@@ -8,13 +8,12 @@
 //! through `conversations_owner`, a cursor as a range seek.
 
 use asg_shared::ConversationStatus;
-use asg_shared::rest::StatusSummary;
 use rusqlite::types::Value;
 use rusqlite::{Connection, params_from_iter};
 use uuid::Uuid;
 
 use super::{nanos, uuid_of};
-use crate::store::{ListQuery, PendingQuery};
+use crate::store::{ListQuery, PendingQuery, StatusCounts};
 use asg_core::access::ReadScope;
 
 /// A statement and its values, in the order of their `?`.
@@ -116,7 +115,7 @@ pub(super) fn pending_rows(
 }
 
 /// Counts by status of every conversation in the query's scope.
-pub(super) fn counts(reader: &Connection, query: &ListQuery) -> rusqlite::Result<StatusSummary> {
+pub(super) fn counts(reader: &Connection, query: &ListQuery) -> rusqlite::Result<StatusCounts> {
     let mut sql = Sql::new("SELECT status, count(*) FROM conversations");
     let scope = where_in_scope(&query.scope);
     sql.push(&scope.text, scope.values)
@@ -124,7 +123,7 @@ pub(super) fn counts(reader: &Connection, query: &ListQuery) -> rusqlite::Result
     let rows = sql.rows(reader, |row| {
         Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
     })?;
-    let mut summary = StatusSummary::default();
+    let mut summary = StatusCounts::default();
     for (status, count) in rows {
         if let Some(status) = ConversationStatus::parse(&status) {
             summary.add(status, usize::try_from(count).unwrap_or(0));

@@ -6,6 +6,9 @@
 //! skipped or repeated that existed on both requests. It is base64url of
 //! `v1:<unix seconds>.<nanoseconds>:<uuid>` (any date); anything else is
 //! refused as not a cursor this agent gave out.
+//!
+//! The cursor text is the door's: the engine and the store take and give
+//! only the sort key (`after` / `next` as `(created_at, id)`).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
