@@ -17,6 +17,8 @@
 //! cases are tables in the tests.
 
 pub mod access;
+#[cfg(test)]
+mod cast;
 pub mod choice;
 pub mod decide;
 pub mod duration;

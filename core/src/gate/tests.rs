@@ -1,41 +1,13 @@
 //! The gate as a table: every (state, command, principal) row with its
 //! permit or refusal.
 
-use std::collections::BTreeSet;
-
 use asg_shared::{Actor, ApprovalState, Conversation, ConversationStatus};
 use chrono::Utc;
 use serde_json::json;
 
 use super::*;
+use crate::cast::{alice, bob, dana, erin, frank, who};
 use crate::lifecycle::{NewApproval, pending};
-use crate::principal::Credential;
-
-fn who(subject: &str, roles: &[Role], groups: &[&str]) -> Principal {
-    Principal {
-        subject: subject.into(),
-        name: None,
-        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        credential: Credential::Token,
-    }
-}
-
-fn alice() -> Principal {
-    who("alice", &[], &[])
-}
-fn bob() -> Principal {
-    who("bob", &[], &[])
-}
-fn erin() -> Principal {
-    who("erin", &[Role::Approver], &[])
-}
-fn frank() -> Principal {
-    who("frank", &[Role::Approver], &["sre"])
-}
-fn dana() -> Principal {
-    who("dana", &[Role::Admin], &[])
-}
 
 /// States of alice's conversation.
 #[derive(Debug, Clone, Copy)]

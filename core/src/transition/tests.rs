@@ -2,44 +2,15 @@
 //! the phase it leads to and the effects the engine carries out, or the
 //! refusal.
 
-use std::collections::BTreeSet;
-
 use asg_shared::{Actor, PausedStep, PipelineState};
 use chrono::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::cast::{alice, bob, erin, frank};
 use crate::choice::Choice;
 use crate::lifecycle::{NewApproval, pending};
-use crate::principal::{Credential, Role};
 use crate::rules::ApprovalRules;
-
-fn who(subject: &str, roles: &[Role], groups: &[&str]) -> Principal {
-    Principal {
-        subject: subject.into(),
-        name: None,
-        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        credential: Credential::Token,
-    }
-}
-
-/// The owner.
-fn alice() -> Principal {
-    who("alice", &[], &[])
-}
-/// A stranger.
-fn bob() -> Principal {
-    who("bob", &[], &[])
-}
-/// An approver.
-fn erin() -> Principal {
-    who("erin", &[Role::Approver], &[])
-}
-/// An approver in `sre`.
-fn frank() -> Principal {
-    who("frank", &[Role::Approver], &["sre"])
-}
 
 const FIRST: Uuid = Uuid::from_u128(42);
 const SECOND: Uuid = Uuid::from_u128(43);
@@ -166,13 +137,8 @@ enum Config {
     ChangedResume,
 }
 
-/// Applies `command` under `config` with the test's rules.
-fn run(
-    state: State,
-    who: Who<'_>,
-    command: Command<'_>,
-    config: Config,
-) -> Result<Transition, Refusal> {
+/// The facts under `config`, with the test's rules, handed to `f`.
+fn with_facts<R>(config: Config, f: impl FnOnce(&Facts<'_>) -> R) -> R {
     let rules = rules();
     let same = |_: &PendingApproval| false;
     let changed = |_: &PendingApproval| true;
@@ -181,7 +147,7 @@ fn run(
         Config::ChangedRefuse => (OnChange::Refuse, &changed),
         Config::ChangedResume => (OnChange::Resume, &changed),
     };
-    let facts = Facts {
+    f(&Facts {
         policy: Policy {
             rules: &rules,
             separate_approver: false,
@@ -190,8 +156,19 @@ fn run(
         changed,
         root: "root",
         now: Utc::now(),
-    };
-    apply(&conversation(state), who, command, &facts)
+    })
+}
+
+/// Applies `command` to a conversation in `state` under `config`.
+fn run(
+    state: State,
+    who: Who<'_>,
+    command: Command<'_>,
+    config: Config,
+) -> Result<Transition, Refusal> {
+    with_facts(config, |facts| {
+        apply(&conversation(state), who, command, facts)
+    })
 }
 
 /// Effects as short words, for the tables.
@@ -482,27 +459,14 @@ fn a_decision_records_who_in_which_role_and_orders_the_edited_call() {
     };
     assert_eq!((entry.decision, entry.outcome), ("approved", "executing"));
     // The result tells the model the arguments were changed.
-    let rules = rules();
-    let facts = Facts {
-        policy: Policy {
-            rules: &rules,
-            separate_approver: false,
-        },
-        on_change: OnChange::Refuse,
-        changed: &|_| false,
-        root: "root",
-        now: Utc::now(),
-    };
     let result = CallResult::Done {
         content: "added".into(),
         is_error: false,
     };
-    let done = apply(
-        &t.conversation,
-        Who::System,
-        Command::Finished { order, result },
-        &facts,
-    )
+    let finished = Command::Finished { order, result };
+    let done = with_facts(Config::Same, |facts| {
+        apply(&t.conversation, Who::System, finished, facts)
+    })
     .unwrap();
     let message = done.conversation.messages.last().unwrap();
     assert!(
@@ -548,27 +512,14 @@ fn a_cancel_with_a_sub_agents_approval_closes_once_its_refusal_is_back() {
         panic!("the refusal is forwarded: {:?}", t.effects);
     };
     assert!(!order.approve);
-    let rules = rules();
-    let facts = Facts {
-        policy: Policy {
-            rules: &rules,
-            separate_approver: false,
-        },
-        on_change: OnChange::Refuse,
-        changed: &|_| false,
-        root: "root",
-        now: Utc::now(),
-    };
     let result = CallResult::Done {
         content: "ops-agent: canceled".into(),
         is_error: true,
     };
-    let done = apply(
-        &t.conversation,
-        Who::System,
-        Command::Finished { order, result },
-        &facts,
-    )
+    let finished = Command::Finished { order, result };
+    let done = with_facts(Config::Same, |facts| {
+        apply(&t.conversation, Who::System, finished, facts)
+    })
     .unwrap();
     assert_eq!(words(&done.effects), ["save", "reply"]);
     assert_eq!(phase(&done.conversation), Phase::Closed);
