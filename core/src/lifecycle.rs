@@ -322,52 +322,23 @@ pub fn rejection_text(reason: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use asg_shared::Conversation;
+    use asg_shared::{Conversation, fixtures};
     use serde_json::json;
     use uuid::Uuid;
 
     use super::*;
 
     fn waiting(state: ApprovalState) -> Conversation {
-        let now = Utc::now();
-        let id = Uuid::new_v4();
+        let conversation = fixtures::conversation();
         Conversation {
-            id,
-            session_id: "00000000".into(),
             status: ConversationStatus::WaitingApproval,
-            messages: vec![],
-            pending_approvals: Vec::new(),
             pending_approval: Some(PendingApproval {
-                uuid: Uuid::new_v4(),
-                conversation_id: id,
-                tool_name: "resources_add".into(),
-                tool_args: Map::new(),
+                conversation_id: conversation.id,
                 description: "d".into(),
-                created_at: now,
-                call_id: "call_1".into(),
-                node: None,
                 state,
-                remote_task_id: None,
-                remote_agent_name: None,
-                remote_approval_uuid: None,
-                requested_by: None,
-                approvers: Vec::new(),
-                rule: None,
-                no_edit: false,
-                config_hash: None,
-                config_changed: false,
-                expires_at: None,
-                remind_at: None,
-                reminded: false,
+                ..fixtures::pending_approval("resources_add")
             }),
-            pipeline_state: None,
-            turn_in_progress: false,
-            owner: None,
-            decisions: Vec::new(),
-            grants: Vec::new(),
-            a2a_context_id: None,
-            created_at: now,
-            updated_at: now,
+            ..conversation
         }
     }
 

@@ -1,7 +1,7 @@
 //! The gate as a table: every (state, command, principal) row with its
 //! permit or refusal.
 
-use asg_shared::{Actor, ApprovalState, Conversation, ConversationStatus};
+use asg_shared::{Actor, ApprovalState, Conversation, ConversationStatus, fixtures};
 use chrono::Utc;
 use serde_json::json;
 
@@ -56,19 +56,10 @@ fn conversation(state: State) -> Conversation {
     };
     let mut conversation = Conversation {
         id,
-        session_id: "abcd1234".into(),
         status,
-        messages: vec![],
         pending_approvals: approvals,
-        pending_approval: None,
-        pipeline_state: None,
-        turn_in_progress: false,
         owner: Some("alice".into()),
-        decisions: vec![],
-        grants: Vec::new(),
-        a2a_context_id: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
+        ..fixtures::conversation()
     };
     if had && conversation.pending().is_empty() {
         // A decided approval leaves its record.

@@ -2,7 +2,7 @@
 //! the phase it leads to and the effects the engine carries out, or the
 //! refusal.
 
-use asg_shared::{Actor, PausedStep, PipelineState};
+use asg_shared::{Actor, PausedStep, PipelineState, fixtures};
 use chrono::Duration;
 use serde_json::json;
 
@@ -97,19 +97,14 @@ fn conversation(state: State) -> Conversation {
     });
     Conversation {
         id: Uuid::from_u128(7),
-        session_id: "abcd1234".into(),
         status,
-        messages: vec![],
         pending_approvals: approvals,
-        pending_approval: None,
         pipeline_state: pipeline,
         turn_in_progress: matches!(state, State::Running | State::Executing),
         owner: Some("alice".into()),
-        decisions: vec![],
-        grants: Vec::new(),
-        a2a_context_id: None,
         created_at: now,
         updated_at: now,
+        ..fixtures::conversation()
     }
 }
 
