@@ -1,23 +1,30 @@
 //! Test-only helpers shared by the router tests (`api::tests`,
-//! `api::a2a::tests`): an app on the offline scripted model, with no
-//! tools and no sub-agents, storing under a temp dir.
+//! `api::a2a::tests`) and the engine's own tests: an engine (or an app)
+//! on the offline scripted model, with no tools and no sub-agents.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use asg_shared::{
+    Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall, fixtures,
+};
 use axum::Router;
+use chrono::Utc;
+use serde_json::Map;
+use uuid::Uuid;
 
 use crate::a2a::client::A2aClient;
 use crate::api::{AgentInfo, AppState, never_shutdown, router};
-use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
+use crate::engine::{AgentTree, Engine, EngineParts, LlmNode, new_message};
 use crate::llm::scripted::ScriptedModel;
 use crate::mcp::ToolRegistry;
-use crate::store::JsonFileStore;
+use crate::store::{JsonFileStore, Store};
 
-/// The router of an agent named `test-agent` (version `0.0.1`) whose
-/// model follows `rules` (scripted-model YAML).
-pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
-    let engine = Engine::start(EngineParts {
+/// The parts of an engine whose one `llm` node follows `rules`
+/// (scripted-model YAML), over `store`, with no tools, no sub-agents and
+/// no audit log.
+pub fn scripted_parts(store: Arc<dyn Store>, rules: &str) -> EngineParts {
+    EngineParts {
         tree: AgentTree::single(LlmNode {
             name: "root".into(),
             prompt: "You are a test agent.".into(),
@@ -28,7 +35,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         }),
         tools: Arc::new(ToolRegistry::empty()),
         agents: Arc::new(A2aClient::empty()),
-        store: Arc::new(JsonFileStore::open(dir).unwrap()),
+        store,
         max_tool_steps: 3,
         catalog: Default::default(),
         rules: Default::default(),
@@ -37,9 +44,18 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         policy: Default::default(),
         audit: None,
         expiry: Default::default(),
-    })
-    .await
-    .unwrap();
+    }
+}
+
+/// An engine from [`scripted_parts`].
+pub async fn scripted_engine(store: Arc<dyn Store>, rules: &str) -> Engine {
+    Engine::start(scripted_parts(store, rules)).await.unwrap()
+}
+
+/// The router of an agent named `test-agent` (version `0.0.1`) whose
+/// model follows `rules` (scripted-model YAML).
+pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
+    let engine = scripted_engine(Arc::new(JsonFileStore::open(dir).unwrap()), rules).await;
     router(AppState {
         engine,
         agent: Arc::new(AgentInfo {
@@ -54,4 +70,35 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         hosts: Arc::new(asg_http::host_check::HostPolicy::any()),
         auth: crate::auth::Authenticator::disabled(),
     })
+}
+
+/// A conversation waiting for `pending` (as if a turn had paused).
+pub fn waiting(mut pending: PendingApproval) -> Conversation {
+    let now = Utc::now();
+    let id = Uuid::new_v4();
+    pending.conversation_id = id;
+    let mut call = new_message(Role::Assistant, "");
+    call.tool_call = Some(ToolCall {
+        id: pending.call_id.clone(),
+        name: pending.tool_name.clone(),
+        arguments: Map::new(),
+        needs_approval: true,
+        approval_uuid: Some(pending.uuid),
+        provider_signature: None,
+    });
+    let messages: Vec<Message> = vec![
+        new_message(Role::System, "test"),
+        new_message(Role::User, "add resource x with value 1"),
+        call,
+    ];
+    Conversation {
+        id,
+        session_id: "0000abcd".into(),
+        status: ConversationStatus::WaitingApproval,
+        messages,
+        pending_approval: Some(pending),
+        created_at: now,
+        updated_at: now,
+        ..fixtures::conversation()
+    }
 }

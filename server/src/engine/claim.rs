@@ -254,38 +254,12 @@ mod tests {
     use asg_tests::pg::TestDb;
 
     use super::*;
-    use crate::a2a::client::A2aClient;
     use crate::context::RequestContext;
-    use crate::engine::{AgentTree, Engine, EngineParts, LlmNode};
-    use crate::llm::scripted::ScriptedModel;
-    use crate::mcp::ToolRegistry;
+    use crate::engine::Engine;
     use crate::store::PgStore;
 
     async fn engine_on(store: Arc<dyn Store>) -> Engine {
-        let model = "rules:\n  - reply: \"ok\"\n";
-        Engine::start(EngineParts {
-            tree: AgentTree::single(LlmNode {
-                name: "root".into(),
-                prompt: "test".into(),
-                llm: Arc::new(ScriptedModel::parse(model, "test").unwrap()),
-                tools: Default::default(),
-                output_key: None,
-                can_exit_loop: false,
-            }),
-            tools: Arc::new(ToolRegistry::empty()),
-            agents: Arc::new(A2aClient::empty()),
-            store,
-            max_tool_steps: 3,
-            catalog: Default::default(),
-            rules: Default::default(),
-            pinning: Default::default(),
-            limits: Default::default(),
-            policy: Default::default(),
-            audit: None,
-            expiry: Default::default(),
-        })
-        .await
-        .unwrap()
+        crate::test_support::scripted_engine(store, "rules:\n  - reply: \"ok\"\n").await
     }
 
     /// What a replica that died in an approved call leaves: the approval

@@ -49,6 +49,8 @@ impl Transcript for Turn<'_> {
 }
 
 mod effects;
+#[cfg(test)]
+mod tests;
 
 impl<'a> Turn<'a> {
     pub(crate) fn new(

@@ -8,20 +8,15 @@ use std::time::Duration;
 
 use asg_shared::events::InboxEvent;
 use asg_shared::{
-    ApprovalState, Conversation, ConversationStatus, Message, PendingApproval, Role, ToolCall,
-    fixtures,
+    ApprovalState, Conversation, ConversationStatus, PendingApproval, Role, fixtures,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Map;
 use uuid::Uuid;
 
 use super::*;
-use crate::a2a::client::A2aClient;
 use crate::config::AgentConfig;
 use crate::engine::rules::ApprovalRules;
-use crate::engine::{AgentTree, EngineParts, LlmNode};
-use crate::llm::scripted::ScriptedModel;
-use crate::mcp::ToolRegistry;
 use crate::store::{JsonFileStore, Store};
 use asg_core::lifecycle::DecidedBy;
 use asg_core::transition::expired_text;
@@ -166,36 +161,7 @@ rules:
   - reply: "hello"
 "#;
 
-/// A conversation waiting for `pending` (as if a turn had paused).
-fn waiting(mut pending: PendingApproval) -> Conversation {
-    let now = Utc::now();
-    let id = Uuid::new_v4();
-    pending.conversation_id = id;
-    let mut call = crate::engine::new_message(Role::Assistant, "");
-    call.tool_call = Some(ToolCall {
-        id: pending.call_id.clone(),
-        name: pending.tool_name.clone(),
-        arguments: Map::new(),
-        needs_approval: true,
-        approval_uuid: Some(pending.uuid),
-        provider_signature: None,
-    });
-    let messages: Vec<Message> = vec![
-        crate::engine::new_message(Role::System, "test"),
-        crate::engine::new_message(Role::User, "add resource x with value 1"),
-        call,
-    ];
-    Conversation {
-        id,
-        session_id: "0000abcd".into(),
-        status: ConversationStatus::WaitingApproval,
-        messages,
-        pending_approval: Some(pending),
-        created_at: now,
-        updated_at: now,
-        ..fixtures::conversation()
-    }
-}
+use crate::test_support::waiting;
 
 /// An engine over `dir` after `stored` were saved there.
 async fn engine_with(dir: &Path, stored: &[Conversation]) -> Engine {
@@ -203,29 +169,7 @@ async fn engine_with(dir: &Path, stored: &[Conversation]) -> Engine {
     for conversation in stored {
         store.save(conversation).unwrap();
     }
-    Engine::start(EngineParts {
-        tree: AgentTree::single(LlmNode {
-            name: "root".into(),
-            prompt: "test".into(),
-            llm: Arc::new(ScriptedModel::parse(MODEL, "test").unwrap()),
-            tools: Default::default(),
-            output_key: None,
-            can_exit_loop: false,
-        }),
-        tools: Arc::new(ToolRegistry::empty()),
-        agents: Arc::new(A2aClient::empty()),
-        store,
-        max_tool_steps: 3,
-        catalog: Default::default(),
-        rules: Default::default(),
-        pinning: Default::default(),
-        limits: Default::default(),
-        policy: Default::default(),
-        audit: None,
-        expiry: ExpiryPolicy::default(),
-    })
-    .await
-    .unwrap()
+    crate::test_support::scripted_engine(store, MODEL).await
 }
 
 /// Waits (up to 5 s) until `id` no longer waits for approval.
