@@ -489,7 +489,7 @@ async fn registry_waiting_for(dir: &Path, port: u16, reserved: &[&str]) -> Arc<T
     let mut options = options(dir, ApprovalConfig::default());
     options.reserved = reserved.iter().map(|r| r.to_string()).collect();
     let registry = ToolRegistry::start(&[config], options).await.unwrap();
-    assert_eq!(registry.health()[0].status, "unavailable");
+    assert_eq!(registry.health()[0].label(), "unavailable");
     assert!(!registry.all_ready());
     assert!(registry.tools().is_empty());
     let error = registry.call("resources_list", Map::new(), None).await;
@@ -504,7 +504,7 @@ async fn registry_waiting_for(dir: &Path, port: u16, reserved: &[&str]) -> Arc<T
 async fn settled_status(registry: &ToolRegistry) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let status = registry.health()[0].status.clone();
+        let status = registry.health()[0].label().to_string();
         if status != "unavailable" || Instant::now() > deadline {
             return status;
         }
@@ -530,7 +530,7 @@ async fn an_http_server_down_at_startup_is_retried_and_joins() {
     assert_eq!(settled_status(&registry).await, "ready");
     assert!(registry.all_ready());
     assert_ne!(registry.version(), version, "readers must see the change");
-    assert_eq!(registry.health()[0].tools, 3);
+    assert_eq!(registry.health()[0].tools(), 3);
     let listed = call_json(&registry, "resources_list", json!({})).await;
     assert_eq!(listed["count"], 0, "{listed}");
     registry.shutdown().await;

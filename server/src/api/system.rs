@@ -41,7 +41,7 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         status: status.to_string(),
         details: Some(HealthDetails {
             quarantined_files: state.quarantined_files,
-            mcp_servers: tools.health(),
+            mcp_servers: tools.health().iter().map(server_health).collect(),
             store: if store_up { "ok" } else { "unavailable" }.to_string(),
         }),
     };
@@ -105,4 +105,14 @@ pub async fn me(
             .collect(),
         authenticated: !caller.is_anonymous(),
     })
+}
+
+/// A tool server's health as `/health` reports it.
+fn server_health(server: &crate::mcp::ServerHealth) -> asg_shared::rest::McpServerHealth {
+    asg_shared::rest::McpServerHealth {
+        name: server.name.clone(),
+        transport: if server.http { "http" } else { "stdio" }.to_string(),
+        status: server.label().to_string(),
+        tools: server.tools(),
+    }
 }

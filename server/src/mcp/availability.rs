@@ -9,14 +9,43 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use asg_shared::rest::McpServerHealth;
-
 use super::registry::{ToolCallError, ToolRegistry};
 
 /// First wait before retrying an unavailable server.
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// Longest wait between two retries.
 const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// One server and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerHealth {
+    /// Its configured name.
+    pub name: String,
+    /// Reached over HTTP (else stdio).
+    pub http: bool,
+    /// Where it stands.
+    pub status: ServerStatus,
+}
+
+impl ServerHealth {
+    /// The status as `/health` words it.
+    pub fn label(&self) -> &'static str {
+        match self.status {
+            ServerStatus::Starting => "starting",
+            ServerStatus::Ready { .. } => "ready",
+            ServerStatus::Unavailable => "unavailable",
+            ServerStatus::Refused => "refused",
+        }
+    }
+
+    /// How many tools it offers now.
+    pub fn tools(&self) -> usize {
+        match self.status {
+            ServerStatus::Ready { tools } => tools,
+            _ => 0,
+        }
+    }
+}
 
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,13 +127,14 @@ impl ToolRegistry {
 
     /// Every server and where it stands (`/health` details; the reasons are
     /// in the log only, as `/health` is public).
-    pub fn health(&self) -> Vec<McpServerHealth> {
+    pub fn health(&self) -> Vec<ServerHealth> {
         self.servers
             .iter()
             .zip(&self.status)
-            .map(|(server, status)| {
-                let status = status.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                server_health(server.name(), server.is_http(), status)
+            .map(|(server, status)| ServerHealth {
+                name: server.name().to_string(),
+                http: server.is_http(),
+                status: status.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             })
             .collect()
     }
@@ -123,7 +153,7 @@ impl ToolRegistry {
     pub fn unavailable_servers(&self) -> Vec<String> {
         self.health()
             .into_iter()
-            .filter(|s| s.status == "unavailable")
+            .filter(|s| s.status == ServerStatus::Unavailable)
             .map(|s| format!("{:?}", s.name))
             .collect()
     }
@@ -139,20 +169,5 @@ impl ToolRegistry {
                 servers: servers.join(", "),
             }
         }
-    }
-}
-
-fn server_health(name: &str, http: bool, status: ServerStatus) -> McpServerHealth {
-    let (label, tools) = match status {
-        ServerStatus::Starting => ("starting", 0),
-        ServerStatus::Ready { tools } => ("ready", tools),
-        ServerStatus::Unavailable => ("unavailable", 0),
-        ServerStatus::Refused => ("refused", 0),
-    };
-    McpServerHealth {
-        name: name.to_string(),
-        transport: if http { "http" } else { "stdio" }.to_string(),
-        status: label.to_string(),
-        tools,
     }
 }

@@ -10,4 +10,5 @@ mod availability;
 pub mod registry;
 pub mod server;
 
+pub use availability::{ServerHealth, ServerStatus};
 pub use registry::{ToolCallError, ToolOutput, ToolRegistry};
