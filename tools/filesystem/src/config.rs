@@ -95,17 +95,7 @@ impl FsConfig {
 
     /// Parses and checks configuration text.
     pub fn parse(text: &str) -> Result<FsConfig, String> {
-        let text = if text.trim().is_empty() { "{}" } else { text };
-        let deserializer = serde_yaml::Deserializer::from_str(text);
-        let config: FsConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
-            let field = err.path().to_string();
-            let field = if field == "." {
-                "(top level)".to_string()
-            } else {
-                field
-            };
-            format!("{field}: {}", err.into_inner())
-        })?;
+        let config: FsConfig = asg_tool_http::config::parse(text)?;
         config.validate()?;
         Ok(config)
     }

@@ -12,6 +12,8 @@
 //! (`asg_http::service_token`). `/health` stays open: probes reach it by IP
 //! and it tells nothing but "ok".
 
+pub mod config;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;

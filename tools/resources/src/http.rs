@@ -66,17 +66,7 @@ impl HttpConfig {
 
     /// Parses configuration text (an empty file gets every default).
     pub fn parse(text: &str) -> Result<HttpConfig, String> {
-        let text = if text.trim().is_empty() { "{}" } else { text };
-        let deserializer = serde_yaml::Deserializer::from_str(text);
-        let config: HttpConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
-            let field = err.path().to_string();
-            let field = if field == "." {
-                "(top level)".to_string()
-            } else {
-                field
-            };
-            format!("{field}: {}", err.into_inner())
-        })?;
+        let config: HttpConfig = asg_tool_http::config::parse(text)?;
         asg_http::host_check::validate_allowed_hosts(&config.allowed_hosts)
             .map_err(|(field, problem)| format!("{field}: {problem}"))?;
         Ok(config)
