@@ -18,6 +18,8 @@ pub struct ApiError {
     message: String,
     approval: Option<Box<PendingApproval>>,
     conversation: Option<Box<Conversation>>,
+    /// Seconds for a `Retry-After` header.
+    retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
@@ -29,6 +31,7 @@ impl ApiError {
             message: message.into(),
             approval: None,
             conversation: None,
+            retry_after_secs: None,
         }
     }
 
@@ -58,6 +61,14 @@ impl ApiError {
         }
     }
 
+    /// The same error telling the client when to retry (`Retry-After`).
+    pub fn with_retry_after(self, secs: u64) -> ApiError {
+        ApiError {
+            retry_after_secs: Some(secs),
+            ..self
+        }
+    }
+
     /// The status this error answers with.
     pub fn status(&self) -> StatusCode {
         self.status
@@ -74,6 +85,12 @@ impl IntoResponse for ApiError {
                 conversation: self.conversation,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after_secs {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }

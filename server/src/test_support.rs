@@ -20,6 +20,9 @@ use crate::llm::scripted::ScriptedModel;
 use crate::mcp::ToolRegistry;
 use crate::store::{JsonFileStore, Store};
 
+mod watched;
+pub use watched::WatchedStore;
+
 /// The parts of an engine whose one `llm` node follows `rules`
 /// (scripted-model YAML), over `store`, with no tools, no sub-agents and
 /// no audit log.
@@ -56,6 +59,12 @@ pub async fn scripted_engine(store: Arc<dyn Store>, rules: &str) -> Engine {
 /// model follows `rules` (scripted-model YAML).
 pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
     let engine = scripted_engine(Arc::new(JsonFileStore::open(dir).unwrap()), rules).await;
+    app_of(engine)
+}
+
+/// The router of an agent named `test-agent` (version `0.0.1`) over
+/// `engine`, with no auth.
+pub fn app_of(engine: Engine) -> Router {
     router(AppState {
         engine,
         agent: Arc::new(AgentInfo {
@@ -67,6 +76,7 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
         }),
         shutdown: never_shutdown(),
         quarantined_files: 0,
+        rendered: Default::default(),
         hosts: Arc::new(asg_http::host_check::HostPolicy::any()),
         auth: crate::auth::Authenticator::disabled(),
     })

@@ -169,7 +169,7 @@ pub async fn conversations_show(
 ) -> Result<Response, ApiError> {
     let id = parse_uuid("conversation id", &id)?;
     let conversation = access::readable(&state.engine, &caller, id).await?;
-    Ok(conversation_response(StatusCode::OK, conversation, None))
+    Ok(state.rendered.answer(&conversation))
 }
 
 /// Sends a user message.

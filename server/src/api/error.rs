@@ -63,6 +63,10 @@ impl From<EngineError> for ApiError {
             EngineError::TooManySubscribers(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_streams", message)
             }
+            EngineError::Overloaded { retry_after_secs } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message)
+                    .with_retry_after(retry_after_secs)
+            }
             EngineError::Internal(_) => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal_error",

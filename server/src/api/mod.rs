@@ -16,6 +16,7 @@ pub mod guard;
 pub mod inbox;
 pub mod logging;
 pub mod page;
+pub mod rendered;
 pub mod system;
 
 use std::sync::Arc;
@@ -51,6 +52,8 @@ pub struct AppState {
     pub hosts: Arc<asg_http::host_check::HostPolicy>,
     /// Who may call ([`auth`]).
     pub auth: crate::auth::Authenticator,
+    /// Conversation bodies made once per version ([`rendered`]).
+    pub rendered: rendered::RenderedBodies,
 }
 
 /// A shutdown flag that never turns (tests, tools).

@@ -55,6 +55,9 @@ impl App {
         config_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<App, StartupError> {
+        // Once per process (the first app's setting stays: tests build
+        // many).
+        crate::engine::configure_storage_threads(config.limits.storage_threads);
         let Storage {
             store,
             audit,
@@ -119,6 +122,7 @@ impl App {
             engine: self.engine.clone(),
             quarantined_files: self.quarantined_files,
             auth: self.auth.clone(),
+            rendered: Default::default(),
             hosts: Arc::new(HostPolicy::new(
                 &self.config.host,
                 &self.config.allowed_hosts,
@@ -269,6 +273,9 @@ fn engine_limits(config: &AgentConfig) -> EngineLimits {
         },
         max_subscribers_per_conversation: config.limits.max_subscribers_per_conversation,
         max_subscribers: config.limits.max_subscribers,
+        read_cache_bytes: config.limits.read_cache_bytes,
+        max_running_turns: config.limits.max_running_turns,
+        max_queued_turns: config.limits.max_queued_turns,
     }
 }
 

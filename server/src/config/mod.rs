@@ -400,6 +400,34 @@ pub struct LimitsConfig {
     /// Event-stream subscribers in total (503 past it).
     #[serde(default = "default_max_subscribers")]
     pub max_subscribers: usize,
+    /// Threads that run storage calls (file and database work), whatever
+    /// the load.
+    #[serde(default = "default_storage_threads")]
+    pub storage_threads: usize,
+    /// Bytes of recently read conversations kept in memory, so reading
+    /// them again reads no file or database (0: none kept).
+    #[serde(default = "default_read_cache_bytes")]
+    pub read_cache_bytes: u64,
+    /// Turns (messages, decisions, A2A sends) running at once.
+    #[serde(default = "default_max_running_turns")]
+    pub max_running_turns: usize,
+    /// Turns waiting for a place to run; past it, 503 with `Retry-After`.
+    #[serde(default = "default_max_queued_turns")]
+    pub max_queued_turns: usize,
+}
+
+impl LimitsConfig {
+    /// The counts that must be at least one.
+    fn validate(&self) -> Result<(), (String, String)> {
+        let counts = [
+            ("limits.storage_threads", self.storage_threads),
+            ("limits.max_running_turns", self.max_running_turns),
+        ];
+        match counts.into_iter().find(|(_, n)| *n == 0) {
+            Some((field, _)) => Err((field.into(), "must be at least 1".into())),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Default for LimitsConfig {
@@ -409,6 +437,10 @@ impl Default for LimitsConfig {
             max_a2a_response_bytes: default_max_a2a_response_bytes(),
             max_subscribers_per_conversation: default_max_subscribers_per_conversation(),
             max_subscribers: default_max_subscribers(),
+            storage_threads: default_storage_threads(),
+            read_cache_bytes: default_read_cache_bytes(),
+            max_running_turns: default_max_running_turns(),
+            max_queued_turns: default_max_queued_turns(),
         }
     }
 }
@@ -430,6 +462,22 @@ fn default_max_subscribers_per_conversation() -> usize {
 }
 fn default_max_subscribers() -> usize {
     1024
+}
+/// Storage threads when `limits.storage_threads` is not set: enough for
+/// concurrent saves to share a sync, few enough to stay flat under load.
+pub const DEFAULT_STORAGE_THREADS: usize = 16;
+
+fn default_storage_threads() -> usize {
+    DEFAULT_STORAGE_THREADS
+}
+fn default_read_cache_bytes() -> u64 {
+    16 << 20
+}
+fn default_max_running_turns() -> usize {
+    256
+}
+fn default_max_queued_turns() -> usize {
+    4096
 }
 fn default_shutdown_timeout() -> u64 {
     30
@@ -719,6 +767,7 @@ impl AgentConfig {
         if self.max_tool_steps == 0 {
             return Err(("max_tool_steps".into(), "must be at least 1".into()));
         }
+        self.limits.validate()?;
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {

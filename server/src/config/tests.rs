@@ -319,3 +319,32 @@ fn compose_services_answer_their_names_and_send_the_tool_tokens() {
         );
     }
 }
+
+#[test]
+fn load_limits_have_defaults_and_zero_places_are_refused() {
+    let limits = parse("{}").unwrap().limits;
+    assert_eq!(
+        limits.storage_threads,
+        crate::config::DEFAULT_STORAGE_THREADS
+    );
+    assert_eq!(limits.read_cache_bytes, 16 << 20);
+    assert_eq!(
+        (limits.max_running_turns, limits.max_queued_turns),
+        (256, 4096)
+    );
+    let queued_none = parse("limits: { max_queued_turns: 0, read_cache_bytes: 0 }").unwrap();
+    assert_eq!(
+        queued_none.limits.max_queued_turns, 0,
+        "no queue: refuse at once"
+    );
+    for field in ["storage_threads", "max_running_turns"] {
+        let yaml = format!("limits: {{ {field}: 0 }}");
+        let error = AgentConfig::parse(&yaml, std::path::Path::new("agent.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(&format!("limits.{field}")) && error.contains("at least 1"),
+            "{error}"
+        );
+    }
+}

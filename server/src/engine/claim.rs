@@ -82,8 +82,10 @@ impl Drop for Claimed {
 /// (a dropped request) is given back at once, never left renewed.
 async fn take(store: &Arc<dyn Store>, id: Uuid) -> Result<Result<Claim, StoreError>, EngineError> {
     let (answer, taken) = tokio::sync::oneshot::channel();
+    // The call answers through `answer`, so a dropped caller still has
+    // its claim given back.
     let store = store.clone();
-    tokio::task::spawn_blocking(move || {
+    let _queued = super::store_call::threads().submit(move || {
         if let Err(Ok(Claim::Taken(_))) = answer.send(store.claim(id)) {
             store.release(id);
         }
@@ -133,7 +135,7 @@ impl Inner {
         tracing::warn!(conversation = %conversation.id, "a turn that no longer runs left this conversation unfinished (its replica stopped, or its last save failed); recorded as interrupted, nothing re-run");
         let conversation = Arc::new(conversation);
         store_call::save(&self.store, conversation.clone()).await?;
-        slot.publish(conversation);
+        self.publish(slot, conversation);
         Ok(())
     }
 
@@ -203,16 +205,48 @@ impl Inner {
         }
     }
 
-    /// The current version of a conversation: the cached one in one
-    /// process, else the stored one (another replica may have changed it).
+    /// The current version of a conversation: the slot's in one process,
+    /// else the read cache's (`read_cache.rs`), else the stored one.
     pub(crate) async fn current(&self, id: Uuid) -> Result<Option<Arc<Conversation>>, EngineError> {
         if !self.shared()
             && let Some(slot) = self.index.get(id)
         {
             return Ok(Some(slot.snapshot()));
         }
-        let stored = stored(&self.store, move |s| s.load(id)).await?;
-        Ok(stored.map(Arc::new))
+        if let Some(kept) = self.reads.get(id)
+            && self.still_stored(&kept).await?
+        {
+            return Ok(Some(kept));
+        }
+        let ticket = self.reads.ticket(id);
+        let stored = stored(&self.store, move |s| s.load(id))
+            .await?
+            .map(Arc::new);
+        if let Some(conversation) = &stored {
+            self.reads.offer(ticket, conversation.clone());
+        }
+        Ok(stored)
+    }
+
+    /// Whether a kept version is still the stored one: always in one
+    /// process (every save goes through it); over a shared store, when
+    /// the stored version was saved at the same microsecond (another
+    /// replica may have changed it a moment before its change note
+    /// arrives), a check much cheaper than reading it.
+    async fn still_stored(&self, kept: &Conversation) -> Result<bool, EngineError> {
+        if !self.shared() {
+            return Ok(true);
+        }
+        let id = kept.id;
+        let saved_at = stored(&self.store, move |s| s.saved_at(id)).await?;
+        Ok(saved_at.is_some_and(|at| at.timestamp_micros() == kept.updated_at.timestamp_micros()))
+    }
+
+    /// Publishes a version this process saved to the slot's readers and
+    /// streams; the read cache's older copy is dropped.
+    pub(crate) fn publish(&self, slot: &Slot, conversation: Arc<Conversation>) {
+        self.reads.forget(conversation.id);
+        slot.publish(conversation);
     }
 
     /// The conversation approval `uuid` belongs to.
@@ -318,5 +352,28 @@ mod tests {
         let abandoned = stored(&store, |s| s.abandoned()).await.unwrap();
         assert!(abandoned.is_empty(), "{abandoned:?}");
         assert!(!engine.is_running(id).await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_replica_never_serves_its_kept_copy_after_another_changed_it() {
+        let db = TestDb::create().await;
+        let open =
+            || async { Arc::new(PgStore::open(&db.url, 2).await.unwrap()) as Arc<dyn Store> };
+        let (a, b) = (engine_on(open().await).await, engine_on(open().await).await);
+        let ctx = RequestContext::default();
+        let id = a.create(&ctx, None).await.unwrap().conversation.id;
+        let kept = b.get(id).await.unwrap().unwrap();
+        assert_eq!(b.get(id).await.unwrap().unwrap().messages, kept.messages);
+        // A changes it; B reads at once, before any change note can have
+        // been handled: the kept copy is not the stored one any more.
+        for n in 0..5 {
+            let text = format!("change {n}");
+            a.send(id, &ctx, text.clone()).await.unwrap();
+            let seen = b.get(id).await.unwrap().unwrap();
+            assert!(
+                seen.messages.iter().any(|m| m.content == text),
+                "B served an older version after change {n}"
+            );
+        }
     }
 }

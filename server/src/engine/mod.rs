@@ -18,6 +18,7 @@
 //!   before the call starts, and an `executing` approval found at startup
 //!   is reported as interrupted, never re-run (see [`approval`]).
 
+mod admission;
 pub mod approval;
 mod cache;
 mod calls;
@@ -29,10 +30,12 @@ mod index;
 mod llm_node;
 mod pause;
 pub mod pin;
+mod read_cache;
 mod reconcile;
 mod replicas;
 mod run;
 mod store_call;
+pub use store_call::configure as configure_storage_threads;
 mod tree;
 mod turn;
 
@@ -161,6 +164,14 @@ pub enum EngineError {
         SubscribersFull::Total(n) => format!("the agent already has {n} open event streams (limits.max_subscribers); retry later"),
     })]
     TooManySubscribers(SubscribersFull),
+    /// Every place to run a turn and to wait for one is taken.
+    #[error(
+        "the agent is running and queueing as many turns as it may (limits.max_running_turns, limits.max_queued_turns); retry in {retry_after_secs} s"
+    )]
+    Overloaded {
+        /// Seconds to wait before retrying.
+        retry_after_secs: u64,
+    },
     /// Something failed that should not (a bug); details are logged.
     #[error("internal error: {0}")]
     Internal(String),
@@ -229,6 +240,12 @@ pub struct EngineLimits {
     pub max_subscribers_per_conversation: usize,
     /// Open event streams in total.
     pub max_subscribers: usize,
+    /// Bytes of conversations kept for reading again (about).
+    pub read_cache_bytes: u64,
+    /// Turns running at once.
+    pub max_running_turns: usize,
+    /// Turns waiting for a place to run; past it, requests are refused.
+    pub max_queued_turns: usize,
 }
 
 impl Default for EngineLimits {
@@ -238,6 +255,9 @@ impl Default for EngineLimits {
             history: HistoryBudget::default(),
             max_subscribers_per_conversation: 32,
             max_subscribers: 1024,
+            read_cache_bytes: 16 << 20,
+            max_running_turns: 256,
+            max_queued_turns: 4096,
         }
     }
 }
@@ -264,6 +284,10 @@ struct Inner {
     expiry: expiry::Expiry,
     subscribers: SubscriberLimits,
     index: ConversationIndex,
+    /// Conversations read recently, so reading them again reads no file.
+    reads: read_cache::ReadCache,
+    /// Places for running turns, and the queue before them.
+    admission: admission::Admission,
     /// The running turns.
     turns: TaskTracker,
     /// Cancels the turns still running at the shutdown deadline.
@@ -299,6 +323,11 @@ impl Engine {
                     parts.limits.max_subscribers,
                 ),
                 index,
+                reads: read_cache::ReadCache::new(parts.limits.read_cache_bytes),
+                admission: admission::Admission::new(
+                    parts.limits.max_running_turns,
+                    parts.limits.max_queued_turns,
+                ),
                 turns: TaskTracker::new(),
                 abort_turns: CancellationToken::new(),
                 closing: AtomicBool::new(false),
@@ -315,8 +344,9 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Runs a turn in a task the engine owns: the caller awaits its
-    /// outcome, but dropping that wait never stops the turn.
+    /// Runs a turn in a task the engine owns, once admission gives it a
+    /// place (`admission.rs`): the caller awaits its outcome, but
+    /// dropping that wait never stops the turn.
     async fn spawn_turn<F, T>(&self, turn: F) -> Result<T, EngineError>
     where
         F: Future<Output = Result<T, EngineError>> + Send + 'static,
@@ -325,8 +355,10 @@ impl Engine {
         if self.inner.closing.load(Ordering::SeqCst) {
             return Err(EngineError::ShuttingDown);
         }
+        let place = self.inner.admission.admit().await?;
         let abort = self.inner.abort_turns.clone();
         let task = self.inner.turns.spawn(async move {
+            let _place = place;
             tokio::select! {
                 outcome = turn => outcome,
                 () = abort.cancelled() => Err(EngineError::ShuttingDown),
@@ -888,7 +920,7 @@ async fn settle(
         let conversation = Arc::new(conversation);
         match store_call::save(&inner.store, conversation.clone()).await {
             Ok(()) => {
-                slot.publish(conversation.clone());
+                inner.publish(slot, conversation.clone());
                 match &mut result {
                     Ok(outcome) => outcome.conversation = conversation,
                     Err(error) => {

@@ -215,6 +215,7 @@ impl Inner {
     /// Another replica (or this one) saved conversation `id`: a slot
     /// followed here publishes the new version.
     pub(crate) fn follow_change(self: Arc<Self>, id: Uuid) {
+        self.reads.forget(id);
         let Some(slot) = self.index.get(id) else {
             return;
         };

@@ -1,33 +1,131 @@
-//! Store calls on the blocking pool, with the engine's error mapping: the
-//! one way the engine reaches its [`Store`].
+//! Store calls on the storage threads, with the engine's error mapping:
+//! the one way the engine reaches its [`Store`].
 //!
-//! The `Store` trait blocks (file and directory syncs, the catalog's
-//! SQLite, PostgreSQL through its runtime handle), so the engine never
-//! calls it on a runtime thread. A store failure becomes
+//! The `Store` trait blocks (file and journal syncs, the catalog's SQLite,
+//! PostgreSQL through its runtime handle), so the engine never calls it on
+//! a runtime thread. Calls run on a fixed set of storage threads
+//! ([`StorageThreads`], `limits.storage_threads`) fed by one queue in
+//! arrival order: however many requests wait, the process keeps the same
+//! threads (tokio's blocking pool would grow to 512, one thread per
+//! waiting call, and keep their memory). A store failure becomes
 //! [`EngineError::Store`] carrying the [`StoreError`] as its source; a
-//! blocking task that stopped (a panic in the store) is not the store's
-//! answer but a bug, [`EngineError::Internal`].
+//! call that stopped (a panic in the store) is not the store's answer but
+//! a bug, [`EngineError::Internal`].
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use asg_shared::Conversation;
 
 use super::EngineError;
 use crate::store::{Store, StoreError};
 
-/// Runs a store call on the blocking pool (stores block); the call's own
+pub use crate::config::DEFAULT_STORAGE_THREADS;
+
+/// A job for a storage thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A fixed set of threads running store calls, first come first served.
+pub struct StorageThreads {
+    queue: flume::Sender<Job>,
+}
+
+impl StorageThreads {
+    /// Starts `threads` storage threads (at least one). They live as long
+    /// as the process.
+    fn start(threads: usize) -> StorageThreads {
+        let threads = threads.max(1);
+        let (queue, jobs) = flume::unbounded::<Job>();
+        for n in 0..threads {
+            let jobs = jobs.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("asg-storage-{n}"))
+                .spawn(move || {
+                    while let Ok(job) = jobs.recv() {
+                        job();
+                    }
+                });
+            if let Err(error) = spawned {
+                tracing::error!(%error, "a storage thread could not start");
+            }
+        }
+        StorageThreads { queue }
+    }
+
+    /// Runs `call` on a storage thread; its result, or an error when the
+    /// call panicked.
+    async fn run<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, String> {
+        self.submit(call)
+            .await
+            .map_err(|_| "the storage threads stopped".to_string())?
+    }
+
+    /// Queues `call` now (it runs even when the answer is never awaited);
+    /// its result, or an error when it panicked, comes through the
+    /// receiver.
+    pub(crate) fn submit<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> tokio::sync::oneshot::Receiver<Result<T, String>> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
+                .map_err(|panic| panic_message(panic.as_ref()));
+            let _ = answer.send(result);
+        });
+        // Fails only when every thread is gone; dropping the job then drops
+        // its sender, which the receiver reports.
+        let _ = self.queue.send(job);
+        answered
+    }
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let said = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    format!("a store call stopped: {said}")
+}
+
+static THREADS: OnceLock<StorageThreads> = OnceLock::new();
+
+/// Sets how many storage threads the process runs, before the first store
+/// call (the agent does it from `limits.storage_threads` at start). False
+/// when they were already started (the first setting stays).
+pub fn configure(threads: usize) -> bool {
+    let mut started = false;
+    THREADS.get_or_init(|| {
+        started = true;
+        StorageThreads::start(threads)
+    });
+    started
+}
+
+/// The process's storage threads (started with the default count when
+/// nothing configured them first).
+pub fn threads() -> &'static StorageThreads {
+    THREADS.get_or_init(|| StorageThreads::start(DEFAULT_STORAGE_THREADS))
+}
+
+/// Runs a store call on a storage thread (stores block); the call's own
 /// result is the caller's to judge.
 pub(crate) async fn blocking<T: Send + 'static>(
     store: &Arc<dyn Store>,
     call: impl FnOnce(&dyn Store) -> T + Send + 'static,
 ) -> Result<T, EngineError> {
     let store = store.clone();
-    tokio::task::spawn_blocking(move || call(store.as_ref()))
+    threads()
+        .run(move || call(store.as_ref()))
         .await
-        .map_err(|e| EngineError::Internal(format!("a store call stopped: {e}")))
+        .map_err(EngineError::Internal)
 }
 
-/// A store call on the blocking pool, its error as the engine's.
+/// A store call on a storage thread, its error as the engine's.
 pub(crate) async fn stored<T: Send + 'static>(
     store: &Arc<dyn Store>,
     call: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
@@ -35,10 +133,55 @@ pub(crate) async fn stored<T: Send + 'static>(
     Ok(blocking(store, call).await??)
 }
 
-/// Saves `conversation` durably on the blocking pool.
+/// Saves `conversation` durably on a storage thread.
 pub(crate) async fn save(
     store: &Arc<dyn Store>,
     conversation: Arc<Conversation>,
 ) -> Result<(), EngineError> {
     stored(store, move |s| s.save(&conversation)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_waiting_calls_share_the_fixed_threads() {
+        let pool = Arc::new(StorageThreads::start(3));
+        let names = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+        let calls: Vec<_> = (0..200)
+            .map(|_| {
+                let (pool, names) = (pool.clone(), names.clone());
+                tokio::spawn(async move {
+                    pool.run(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                        let name = std::thread::current().name().map(str::to_string);
+                        names.lock().unwrap().insert(name);
+                    })
+                    .await
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await.unwrap().unwrap();
+        }
+        let names = names.lock().unwrap();
+        assert_eq!(names.len(), 3, "200 waiting calls ran on {names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| n.as_deref().is_some_and(|n| n.starts_with("asg-storage-")))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_call_is_an_error_and_the_thread_goes_on() {
+        let pool = StorageThreads::start(1);
+        let error = pool
+            .run(|| -> u8 { panic!("disk on fire") })
+            .await
+            .unwrap_err();
+        assert!(error.contains("disk on fire"), "{error}");
+        assert_eq!(pool.run(|| 7).await, Ok(7));
+    }
 }

@@ -82,7 +82,7 @@ impl<'a> Turn<'a> {
         store_call::save(&self.inner.store, snapshot.clone())
             .await
             .inspect_err(|error| tracing::error!(%error, "saving a conversation failed"))?;
-        self.slot.publish(snapshot);
+        self.inner.publish(self.slot, snapshot);
         Ok(())
     }
 

@@ -208,6 +208,13 @@ pub trait Store: Send + Sync + 'static {
     }
     /// The stored version of conversation `id`.
     fn load(&self, id: Uuid) -> Result<Option<Conversation>, StoreError>;
+    /// When the stored version of conversation `id` was saved (its
+    /// `updated_at`, to the microsecond at least): a cheap check that a
+    /// version read earlier is still the stored one. By default, read
+    /// from the whole conversation.
+    fn saved_at(&self, id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(self.load(id)?.map(|c| c.updated_at))
+    }
     /// The conversation approval `uuid` (pending or resolved) belongs to.
     fn conversation_of_approval(&self, uuid: Uuid) -> Result<Option<Uuid>, StoreError>;
     /// Every conversation waiting for approval.

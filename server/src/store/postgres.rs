@@ -317,6 +317,15 @@ impl Store for PgStore {
         Ok(doc.and_then(|doc| self.parse(id, doc)))
     }
 
+    fn saved_at(&self, id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.block(limited(
+            sqlx::query_scalar("SELECT updated_at FROM conversations WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool),
+        ))
+        .map_err(Self::read_error("a conversation's version"))
+    }
+
     fn pending_page(&self, query: &PendingQuery) -> Result<PendingPage, StoreError> {
         self.block(super::pg_approvals::page(&self.pool, query))
             .map_err(Self::read_error("the pending approvals"))

@@ -371,7 +371,10 @@ pub(crate) fn engine_error(error: &EngineError) -> RpcError {
             RpcError::new(error_codes::TASK_NOT_CANCELABLE, error.to_string())
         }
         EngineError::Forbidden(why) => forbidden(why.clone()),
-        EngineError::ShuttingDown | EngineError::TooManySubscribers(_) | EngineError::Busy(_) => {
+        EngineError::ShuttingDown
+        | EngineError::TooManySubscribers(_)
+        | EngineError::Busy(_)
+        | EngineError::Overloaded { .. } => {
             RpcError::new(error_codes::INTERNAL_ERROR, error.to_string())
         }
         // The details (file paths, causes) go to the log only.

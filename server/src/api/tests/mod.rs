@@ -496,3 +496,5 @@ async fn the_index_links_every_page_and_health_has_details() {
         json!({"status": "ok", "details": {"quarantined_files": 0, "store": "ok"}})
     );
 }
+
+mod load;

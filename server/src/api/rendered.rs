@@ -1,0 +1,122 @@
+//! The body of `GET /conversations/{id}`, serialized once per version of
+//! a conversation: the engine hands out the same `Arc` until the next
+//! save, so a body made for that `Arc` answers every GET of it (a moka
+//! cache bounded by the bodies' bytes). A version is recognised by
+//! pointer: the cache holds the `Arc` it was made for, so the address
+//! cannot be reused while the body is kept.
+
+use std::sync::Arc;
+
+use asg_shared::Conversation;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use moka::sync::Cache;
+use uuid::Uuid;
+
+use super::logging::ConversationTag;
+
+/// Bytes of bodies kept when nothing else is said.
+const DEFAULT_BYTES: u64 = 8 << 20;
+
+/// Bodies of recently read conversations.
+#[derive(Clone)]
+pub struct RenderedBodies {
+    cache: Cache<Uuid, Arc<(Arc<Conversation>, Bytes)>>,
+}
+
+impl Default for RenderedBodies {
+    fn default() -> Self {
+        RenderedBodies::new(DEFAULT_BYTES)
+    }
+}
+
+impl RenderedBodies {
+    /// Keeps about `max_bytes` of bodies.
+    pub fn new(max_bytes: u64) -> RenderedBodies {
+        RenderedBodies {
+            cache: Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|_, kept: &Arc<(Arc<Conversation>, Bytes)>| {
+                    u32::try_from(kept.1.len()).unwrap_or(u32::MAX)
+                })
+                .build(),
+        }
+    }
+
+    /// `{"conversation": …}` for this version, made at most once while
+    /// it is kept.
+    pub fn body(&self, conversation: &Arc<Conversation>) -> Result<Bytes, serde_json::Error> {
+        if let Some(kept) = self.cache.get(&conversation.id)
+            && Arc::ptr_eq(&kept.0, conversation)
+        {
+            return Ok(kept.1.clone());
+        }
+        #[derive(serde::Serialize)]
+        struct Shown<'a> {
+            conversation: &'a Conversation,
+        }
+        let body = Bytes::from(serde_json::to_vec(&Shown { conversation })?);
+        self.cache.insert(
+            conversation.id,
+            Arc::new((conversation.clone(), body.clone())),
+        );
+        Ok(body)
+    }
+
+    /// The 200 answer of `GET /conversations/{id}`.
+    pub fn answer(&self, conversation: &Arc<Conversation>) -> Response {
+        let body = match self.body(conversation) {
+            Ok(body) => body,
+            Err(error) => {
+                tracing::error!(%error, "a conversation could not be serialized");
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
+        };
+        let mut response = Response::new(Body::from(body));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response.extensions_mut().insert(ConversationTag {
+            id: conversation.id,
+            session_id: conversation.session_id.clone(),
+        });
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use asg_shared::fixtures;
+
+    use super::*;
+
+    #[test]
+    fn one_version_is_serialized_once_and_a_new_one_again() {
+        let bodies = RenderedBodies::default();
+        let first = Arc::new(fixtures::conversation());
+        let a = bodies.body(&first).unwrap();
+        let b = bodies.body(&first).unwrap();
+        assert_eq!(
+            a.as_ptr(),
+            b.as_ptr(),
+            "the same bytes answer the same version"
+        );
+        let mut changed = (*first).clone();
+        changed
+            .messages
+            .push(fixtures::message(asg_shared::Role::User, "later"));
+        let changed = Arc::new(changed);
+        let c = bodies.body(&changed).unwrap();
+        let shown: serde_json::Value = serde_json::from_slice(&c).unwrap();
+        assert_eq!(
+            shown["conversation"]["messages"].as_array().unwrap().len(),
+            changed.messages.len(),
+            "a new version is serialized anew"
+        );
+        let same_as_reference =
+            serde_json::to_value(serde_json::json!({"conversation": &*changed})).unwrap();
+        assert_eq!(shown, same_as_reference);
+    }
+}

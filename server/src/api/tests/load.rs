@@ -1,0 +1,127 @@
+//! The read path and admission under load: GETs served from the read
+//! cache (no store read), and turns past the configured places refused
+//! with 503 and `Retry-After`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::Value;
+use tower::ServiceExt;
+
+use super::{RULES, call};
+use crate::engine::Engine;
+use crate::store::JsonFileStore;
+use crate::test_support::{WatchedStore, app_of, scripted_parts};
+
+/// An app over watched JSON files in `dir`, with `running` and `queued`
+/// places for turns.
+async fn watched_app(
+    dir: &std::path::Path,
+    running: usize,
+    queued: usize,
+) -> (axum::Router, Arc<WatchedStore>) {
+    let store = Arc::new(WatchedStore::new(JsonFileStore::open(dir).unwrap()));
+    let mut parts = scripted_parts(store.clone(), RULES);
+    parts.limits.max_running_turns = running;
+    parts.limits.max_queued_turns = queued;
+    (app_of(Engine::start(parts).await.unwrap()), store)
+}
+
+async fn created(app: &axum::Router) -> String {
+    let (status, created) = call(app, "POST", "/conversations", "").await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    created["conversation"]["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_conversation_read_again_is_served_without_a_store_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let (app, _) = watched_app(dir.path(), 8, 8).await;
+        let id = created(&app).await;
+        let body = r#"{"message":"hello"}"#;
+        let (status, _) = call(&app, "POST", &format!("/conversations/{id}/messages"), body).await;
+        assert_eq!(status, StatusCode::OK);
+        id
+    };
+    // A new process over the same files: nothing in memory yet.
+    let (app, store) = watched_app(dir.path(), 8, 8).await;
+    let uri = format!("/conversations/{id}");
+    let (status, first) = call(&app, "GET", &uri, Body::empty()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(store.loads(), 1);
+    for _ in 0..5 {
+        let (status, again) = call(&app, "GET", &uri, Body::empty()).await;
+        assert_eq!((status, &again), (StatusCode::OK, &first));
+    }
+    assert_eq!(store.loads(), 1, "reads again came from the cache");
+
+    let body = r#"{"message":"once more"}"#;
+    let (status, _) = call(&app, "POST", &format!("{uri}/messages"), body).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, after) = call(&app, "GET", &uri, Body::empty()).await;
+    let texts: Vec<&str> = after["conversation"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        texts.contains(&"echo: once more"),
+        "the saved version is served: {texts:?}"
+    );
+    let loads = store.loads();
+    for _ in 0..3 {
+        let (_, again) = call(&app, "GET", &uri, Body::empty()).await;
+        assert_eq!(again, after);
+    }
+    assert!(
+        store.loads() <= loads + 1,
+        "the new version is read at most once"
+    );
+}
+
+#[tokio::test]
+async fn a_turn_past_the_running_and_queued_places_gets_503_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, store) = watched_app(dir.path(), 1, 0).await;
+    let (first, second) = (created(&app).await, created(&app).await);
+    store.hold_saves();
+    let running = tokio::spawn({
+        let app = app.clone();
+        async move {
+            let uri = format!("/conversations/{first}/messages");
+            call(&app, "POST", &uri, r#"{"message":"slow"}"#).await
+        }
+    });
+    while store.saves_waiting() == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let response = app
+        .clone()
+        .oneshot(
+            Request::post(format!("/conversations/{second}/messages"))
+                .header("content-type", "application/json")
+                .body(Body::from(r#"{"message":"one too many"}"#))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let refused: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(refused["error"]["code"], "overloaded");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("limits.max_running_turns"), "{message}");
+
+    store.release_saves();
+    let (status, answered) = running.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answered}");
+    let uri = format!("/conversations/{second}/messages");
+    let (status, _) = call(&app, "POST", &uri, r#"{"message":"now"}"#).await;
+    assert_eq!(status, StatusCode::OK, "a place is free again");
+}
