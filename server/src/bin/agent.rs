@@ -44,14 +44,28 @@ enum Command {
     Migrate,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// Most threads tokio's blocking pool may start (default 512). Storage
+/// runs on its own fixed threads (`limits.storage_threads`); this bounds
+/// the rest (audit lines, push configs) under a flood.
+const MAX_BLOCKING_THREADS: usize = 64;
+
+fn main() -> ExitCode {
     init_logging();
     let args = Args::parse();
-    exit_code(match args.command {
-        Some(Command::Migrate) => migrate(&args.config).await,
-        None => run(args).await,
-    })
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(error) => return exit_code(Err(format!("cannot start the runtime: {error}"))),
+    };
+    exit_code(runtime.block_on(async {
+        match args.command {
+            Some(Command::Migrate) => migrate(&args.config).await,
+            None => run(args).await,
+        }
+    }))
 }
 
 /// `agent migrate`: the database schema alone.
