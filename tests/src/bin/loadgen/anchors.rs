@@ -31,7 +31,7 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub enum Anchor {
     /// Measured; `label` says what it is (e.g. `a2a-sdk 0.3.26 echo server`).
-    Measured { label: String, phase: Phase },
+    Measured { label: String, phase: Box<Phase> },
     /// The "skipped: ..." text.
     Skipped(String),
 }
@@ -116,7 +116,10 @@ pub async fn a2a_sdk(s: &Settings, http: &reqwest::Client, log: &Path) -> Anchor
 /// A measured anchor, or "skipped: <error>" when it could not run.
 fn outcome(label: String, measured: Result<Phase>) -> Anchor {
     match measured {
-        Ok(phase) => Anchor::Measured { label, phase },
+        Ok(phase) => Anchor::Measured {
+            label,
+            phase: Box::new(phase),
+        },
         Err(error) => Anchor::Skipped(format!("skipped: {label} failed: {error:#}")),
     }
 }

@@ -347,11 +347,11 @@ mod tests {
     fn each_figure_stands_beside_its_anchor_with_the_ratio() {
         let hello = Anchor::Measured {
             label: "axum hello-world".into(),
-            phase: phase(100, 108_000, 4, "req"),
+            phase: Box::new(phase(100, 108_000, 4, "req")),
         };
         let a2a_sdk = Anchor::Measured {
             label: "a2a-sdk 0.3.26 echo server".into(),
-            phase: phase(100, 956, 100, "req"),
+            phase: Box::new(phase(100, 956, 100, "req")),
         };
         let rows = headline(hello, a2a_sdk).rows();
         assert_eq!(rows.len(), 4);

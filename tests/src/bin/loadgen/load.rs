@@ -310,12 +310,12 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(30)).await;
             }
             match i {
-                _ if i % 3 == 0 => Err(HttpStatus {
+                _ if i.is_multiple_of(3) => Err(HttpStatus {
                     status: 503,
                     message: "POST /x answered 503".into(),
                 }
                 .into()),
-                _ if i % 5 == 0 => Err(anyhow!("connection reset")),
+                _ if i.is_multiple_of(5) => Err(anyhow!("connection reset")),
                 _ => Ok(()),
             }
         };
