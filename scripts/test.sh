@@ -41,19 +41,10 @@ step "Python venvs with the A2A SDKs for the interop tests (tests/tests/a2a_inte
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
   apt_install python3 python3-venv
 fi
-# sdk_venv DIR VERSION [EXTRA PACKAGES...]: a venv with a2a-sdk==VERSION.
-sdk_venv() {
-  local venv=$1 version=$2
-  shift 2
-  if "$venv/bin/python" -c "import importlib.metadata as m, a2a, sys; sys.exit(m.version('a2a-sdk') != '${version}')" 2>/dev/null; then
-    echo "a2a-sdk ${version} already in ${venv}"
-    return
-  fi
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "a2a-sdk[http-server]==${version}" "$@"
-}
+# sdk_venv DIR VERSION [EXTRA PACKAGES...]: a venv with a2a-sdk==VERSION
+# (shared with scripts/bench.sh, whose a2a-sdk anchor uses the v0.3 venv).
+# shellcheck source=scripts/a2a-sdk-venv.sh
+. scripts/a2a-sdk-venv.sh
 # The client side (tests/interop/a2a_sdk_client.py) uses SDK 1.3.0.
 sdk_venv target/a2a-sdk-v1 1.3.0
 # The server side (a2a_sdk_server.py) needs the v0.3 SDK (the 1.x SDK

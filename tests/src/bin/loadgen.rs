@@ -11,6 +11,13 @@
 //!    conversation (model step, MCP `resources_list` call, durable writes);
 //! 5. A2A `message/send` through A -> B (A delegates every task to B).
 //!
+//! Beside 3 and 5, in the same run, their anchors (`loadgen/anchors.rs`):
+//! the axum hello-world (`hello`) under the same GET load and the official
+//! a2a-sdk echo server under the same A2A load; then the overload phases
+//! (`loadgen/overload.rs`: 1,000 clients doing turns, then GETs, with the
+//! agent's threads and RSS sampled), and the web chat bundle's size. The
+//! last table puts ours beside each anchor (`loadgen/headline.rs`).
+//!
 //! Then, with `--store postgres|both` (the default), phases 4 and 5 again
 //! on an agent whose store is PostgreSQL, and once more on three agents
 //! (replicas) sharing one PostgreSQL database, the requests spread
@@ -24,8 +31,16 @@
 // The crate root is `loadgen.rs`, so its modules are named by path.
 #[path = "loadgen/agent.rs"]
 mod agent;
+#[path = "loadgen/anchors.rs"]
+mod anchors;
+#[path = "loadgen/bundle.rs"]
+mod bundle;
+#[path = "loadgen/headline.rs"]
+mod headline;
 #[path = "loadgen/load.rs"]
 mod load;
+#[path = "loadgen/overload.rs"]
+mod overload;
 #[path = "loadgen/pg.rs"]
 mod pg;
 #[path = "loadgen/report.rs"]
@@ -34,6 +49,8 @@ mod report;
 mod requests;
 #[path = "loadgen/seed.rs"]
 mod seed;
+#[path = "loadgen/server.rs"]
+mod server;
 #[path = "loadgen/stores.rs"]
 mod stores;
 
@@ -46,7 +63,9 @@ use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
 
 use agent::{AgentProcess, AgentSpec};
+use headline::Headline;
 use load::{Budget, RoundRobin};
+use overload::OverloadSettings;
 use report::{Phase, Report, StartupRun};
 use requests::{
     a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources, mix,
@@ -60,9 +79,42 @@ use uuid::Uuid;
 #[derive(Debug, Parser)]
 #[command(name = "loadgen")]
 struct Args {
-    /// The agent binary to benchmark.
+    /// The agent binary to benchmark. It starts the MCP server
+    /// `mcp-resources` found beside it (else on PATH), so a copied agent
+    /// needs its own `mcp-resources` in the same directory.
     #[arg(long, default_value = "target/release/agent")]
     agent: PathBuf,
+    /// The axum hello-world anchor [default: `hello` beside this loadgen].
+    #[arg(long, value_name = "FILE")]
+    hello: Option<PathBuf>,
+    /// Python of the venv with the a2a-sdk 0.3 server SDK, for the echo
+    /// server anchor (scripts/bench.sh makes it, as scripts/test.sh does).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "target/a2a-sdk-v03/bin/python"
+    )]
+    a2a_python: PathBuf,
+    /// The a2a-sdk echo server anchor.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "tests/interop/echo_server.py"
+    )]
+    echo_server: PathBuf,
+    /// Where the web chat's bundle is built (its `.wasm` is measured).
+    #[arg(long, value_name = "DIR", default_value = "web/dist")]
+    web_dist: PathBuf,
+    /// Concurrent clients of the overload phases (0: skip them).
+    #[arg(long, default_value_t = 1000)]
+    overload_clients: usize,
+    /// Length of each overload phase, seconds [default: 30, quick: 3].
+    #[arg(long)]
+    overload_seconds: Option<u64>,
+    /// Idle wait after each overload phase before the last sample of the
+    /// agent's threads and RSS, seconds [default: 20, quick: 5].
+    #[arg(long)]
+    idle_seconds: Option<u64>,
     /// Agent configuration (must use the offline scripted model).
     #[arg(long, default_value = "testdata/agent-resources.yaml")]
     config: PathBuf,
@@ -118,6 +170,11 @@ struct Args {
 struct Settings {
     agent: PathBuf,
     config: PathBuf,
+    hello: PathBuf,
+    a2a_python: PathBuf,
+    echo_server: PathBuf,
+    web_dist: PathBuf,
+    overload: OverloadSettings,
     conversations: usize,
     clients: usize,
     get_budget: Budget,
@@ -139,9 +196,21 @@ impl Settings {
         };
         let clients = pick(args.clients, 100, 10);
         let requests = pick(args.requests, 50_000, 1_000);
+        let seconds = |value: Option<u64>, full: u64, quick: u64| {
+            Duration::from_secs(value.unwrap_or(if q { quick } else { full }))
+        };
         let settings = Settings {
             agent: locate(&args.agent)?,
             config: locate(&args.config)?,
+            hello: args.hello.clone().unwrap_or_else(beside_me),
+            a2a_python: in_workspace(&args.a2a_python),
+            echo_server: in_workspace(&args.echo_server),
+            web_dist: in_workspace(&args.web_dist),
+            overload: OverloadSettings {
+                clients: args.overload_clients,
+                duration: seconds(args.overload_seconds, 30, 3),
+                idle: seconds(args.idle_seconds, 20, 5),
+            },
             conversations: pick(args.conversations, 10_000, 200),
             clients,
             get_budget: Budget {
@@ -179,6 +248,59 @@ impl Settings {
         );
         Ok(settings)
     }
+}
+
+/// `hello` in the directory of this loadgen binary.
+fn beside_me() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("hello")))
+        .unwrap_or_else(|| PathBuf::from("target/release/hello"))
+}
+
+/// A relative path as given when it exists, else relative to the
+/// workspace root (where it may not exist: the caller says what is
+/// missing).
+fn in_workspace(path: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent();
+    match root {
+        Some(root) if !path.is_absolute() && !path.exists() => root.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Warnings about the machine: the agent's MCP server not beside it, too
+/// few file descriptors for the overload clients.
+fn preflight(s: &Settings) {
+    let mcp = s.agent.with_file_name("mcp-resources");
+    if !mcp.is_file() {
+        eprintln!(
+            "loadgen: warning: no {} (the agent then looks for mcp-resources on PATH)",
+            mcp.display()
+        );
+    }
+    let wanted = 2 * s.overload.clients as u64 + 256;
+    if let Some(limit) = open_files_limit()
+        && limit < wanted
+    {
+        eprintln!(
+            "loadgen: warning: the open-files limit is {limit}; {} overload clients want about \
+             {wanted} (scripts/bench.sh raises it: ulimit -n)",
+            s.overload.clients
+        );
+    }
+}
+
+/// The soft limit of open files of this process (and of the agents it
+/// starts), from `/proc/self/limits`.
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line["Max open files".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// A relative path as given, else relative to the workspace root.
@@ -242,6 +364,7 @@ async fn interrupted() -> &'static str {
 
 async fn run(args: &Args) -> Result<()> {
     let settings = Settings::from_args(args)?;
+    preflight(&settings);
     let mut runs = Vec::new();
     let report = if settings.store.json() {
         let (report, json_files) = bench(&settings).await?;
@@ -256,6 +379,9 @@ async fn run(args: &Args) -> Result<()> {
         runs.extend(stores::postgres(&settings, &http).await?);
     }
     println!("{}", stores::table(&runs, settings.clients));
+    if let Some(headline) = report.as_ref().map(|r| &r.headline) {
+        println!("{}", headline.table());
+    }
     if let Some(path) = &args.json {
         let mut json = report
             .as_ref()
@@ -307,23 +433,13 @@ async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
         .await
         .with_context(|| format!("agent output:\n{}", agent.tail()))?;
 
-    let mut phases = Vec::new();
-    phases.extend(health_phases(s, &http, &base).await?);
-    phases.extend(show_phases(s, &http, &base, &seeded.ids).await?);
-    phases.push(turn_phase(s, &http, &[&agent]).await?);
-    let delegator = AgentSpec {
-        data_dir: tmp.path().join("data-a"),
-        ..spec.clone()
-    };
-    phases.push(a2a_phase(s, &http, delegator, std::slice::from_ref(&agent.url)).await?);
-    let json_files = StoreRun::json_files(
-        phases[phases.len() - 2].clone(),
-        phases[phases.len() - 1].clone(),
-        s.conversations,
-    );
+    let (phases, mut headline) = load_phases(s, &http, &agent, &spec, tmp.path(), &seeded).await?;
+    let json_files =
+        StoreRun::json_files(headline.turn.clone(), headline.a2a.clone(), s.conversations);
 
     let rss_after_load = agent.rss_bytes();
     let (status, took) = agent.stop().await?;
+    headline.overload = overload::run(s, &spec, &seeded.ids).await?;
     let report = Report {
         agent: s.agent.clone(),
         config: s.config.clone(),
@@ -340,8 +456,45 @@ async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
         rss_after_load,
         load_average: (load_before, report::load_average()),
         shutdown: Some((status.to_string(), took)),
+        headline,
     };
     Ok((report, json_files))
+}
+
+/// Phases 2 to 5 on the running `agent`, the anchors beside 3 and 5 (their
+/// logs in `tmp`), and the bundle's size: the phases and the headline
+/// (without the overload phases yet).
+async fn load_phases(
+    s: &Settings,
+    http: &reqwest::Client,
+    agent: &AgentProcess,
+    spec: &AgentSpec,
+    tmp: &Path,
+    seeded: &Seeded,
+) -> Result<(Vec<Phase>, Headline)> {
+    let base = agent.url.as_str();
+    let mut phases = health_phases(s, http, base).await?;
+    let show = show_phases(s, http, base, &seeded.ids).await?;
+    let hello = anchors::hello(s, http, &tmp.join("hello.log")).await;
+    let turn = turn_phase(s, http, &[agent]).await?;
+    let delegator = AgentSpec {
+        data_dir: tmp.join("data-a"),
+        ..spec.clone()
+    };
+    let a2a = a2a_phase(s, http, delegator, std::slice::from_ref(&agent.url)).await?;
+    let a2a_sdk = anchors::a2a_sdk(s, http, &tmp.join("a2a-sdk.log")).await;
+    let headline = Headline {
+        turn: turn.clone(),
+        a2a: a2a.clone(),
+        a2a_sdk,
+        show: show[0].clone(),
+        hello,
+        bundle: bundle::Bundle::measure(&s.web_dist),
+        overload: Vec::new(),
+    };
+    phases.extend(show);
+    phases.extend([turn, a2a]);
+    Ok((phases, headline))
 }
 
 /// Writes the stored conversations into `data_dir`, off the runtime.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::{Value, json};
 
+use crate::headline::Headline;
 use crate::load::{PhaseResult, percentile};
 
 /// One start of the agent on the seeded data directory.
@@ -98,6 +99,8 @@ pub struct Report {
     pub load_average: (Option<f64>, Option<f64>),
     /// Final SIGTERM: exit status and time to exit.
     pub shutdown: Option<(String, Duration)>,
+    /// Ours beside the anchors, the bundle and the overload phases.
+    pub headline: Headline,
 }
 
 /// The one-minute load average (Linux only): other work on the machine
@@ -362,6 +365,7 @@ impl Report {
                 "status": status,
                 "ms": ms(*took),
             })),
+            "headline": self.headline.to_json(),
         })
     }
 }

@@ -10,6 +10,8 @@ use anyhow::{Context, Result, ensure};
 use asg_shared::rest::{ApprovalList, ConversationResponse};
 use serde_json::json;
 
+use crate::load::HttpStatus;
+
 /// One client with a keep-alive pool large enough for every load client;
 /// proxies from the environment are ignored (loopback only).
 pub fn http_client(clients: usize) -> Result<reqwest::Client> {
@@ -90,8 +92,9 @@ pub async fn get_ok(http: &reqwest::Client, url: &str, prefix: &[u8]) -> Result<
     let response = http.get(url).send().await?;
     let status = response.status();
     let body = response.bytes().await?;
+    expect_ok(&format!("GET {url}"), status, &body)?;
     ensure!(
-        status == reqwest::StatusCode::OK && body.starts_with(prefix),
+        body.starts_with(prefix),
         "GET {url} answered {status}: {}",
         String::from_utf8_lossy(&body[..body.len().min(200)])
     );
@@ -127,11 +130,7 @@ pub async fn list_resources(http: &reqwest::Client, url: &str) -> Result<()> {
         .await?;
     let status = response.status();
     let body = response.bytes().await?;
-    ensure!(
-        status == reqwest::StatusCode::OK,
-        "POST {url} answered {status}: {}",
-        String::from_utf8_lossy(&body[..body.len().min(300)])
-    );
+    expect_ok(&format!("POST {url}"), status, &body)?;
     let answer: ConversationResponse =
         serde_json::from_slice(&body).context("unexpected turn answer")?;
     let result = answer.result.context("the turn answer has no result")?;
@@ -146,26 +145,59 @@ pub async fn list_resources(http: &reqwest::Client, url: &str) -> Result<()> {
 /// One A2A `message/send` to the orchestrator, which delegates to the
 /// resource agent: the task must come back completed with the listing.
 pub async fn a2a_list(http: &reqwest::Client, url: &str) -> Result<()> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "message/send",
-        "params": {"message": {
-            "role": "user", "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(),
-            "parts": [{"kind": "text", "text": "list resources"}]
-        }}
-    });
-    let response = http.post(url).json(&body).send().await?;
-    let status = response.status();
-    let answer: serde_json::Value = response.json().await.context("unexpected A2A answer")?;
-    ensure!(
-        status == reqwest::StatusCode::OK,
-        "POST {url} answered {status}: {answer}"
-    );
+    let answer = a2a_send(http, url).await?;
     ensure!(
         answer["result"]["status"]["state"] == "completed"
             && answer.to_string().contains("Downstream answered: There "),
         "unexpected A2A result: {answer}"
     );
     Ok(())
+}
+
+/// The same `message/send` to the a2a-sdk echo server (the anchor): the
+/// answer must be a message carrying the text back.
+pub async fn a2a_echo(http: &reqwest::Client, url: &str) -> Result<()> {
+    let answer = a2a_send(http, url).await?;
+    ensure!(
+        answer["result"]["kind"] == "message" && answer["result"]["parts"][0]["text"] == A2A_TEXT,
+        "unexpected A2A echo: {answer}"
+    );
+    Ok(())
+}
+
+/// The text every A2A request sends.
+const A2A_TEXT: &str = "list resources";
+
+/// POSTs one A2A `message/send` with [`A2A_TEXT`]; the JSON-RPC answer.
+async fn a2a_send(http: &reqwest::Client, url: &str) -> Result<serde_json::Value> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "message/send",
+        "params": {"message": {
+            "role": "user", "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(),
+            "parts": [{"kind": "text", "text": A2A_TEXT}]
+        }}
+    });
+    let response = http.post(url).json(&body).send().await?;
+    let status = response.status();
+    let body = response.bytes().await?;
+    expect_ok(&format!("POST {url}"), status, &body)?;
+    serde_json::from_slice(&body).context("unexpected A2A answer")
+}
+
+/// A [`HttpStatus`] error unless `status` is 200 OK; `what` is e.g.
+/// `GET <url>`, the message shows the start of the body.
+fn expect_ok(what: &str, status: reqwest::StatusCode, body: &[u8]) -> Result<()> {
+    if status == reqwest::StatusCode::OK {
+        return Ok(());
+    }
+    Err(HttpStatus {
+        status: status.as_u16(),
+        message: format!(
+            "{what} answered {status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(300)])
+        ),
+    }
+    .into())
 }
 
 /// SplitMix64: a cheap, well-spread hash for picking random conversations.
