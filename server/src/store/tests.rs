@@ -14,6 +14,7 @@ use super::{Claim, JsonFileStore, PgStore, Store};
 use asg_tests::pg::TestDb;
 
 mod json_catalog;
+mod throughput;
 
 /// A store of either kind, with what keeps it alive.
 enum Backend {
