@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::{Claim, JsonFileStore, PgStore, Store};
 use asg_tests::pg::TestDb;
 
+mod journal;
 mod json_catalog;
 mod throughput;
 
