@@ -6,12 +6,24 @@
 //! is kept in memory ([`Unwritten`]), so reads see it at once. A
 //! checkpoint (every [`CHECKPOINT_EVERY`], sooner when the journal passes
 //! [`CHECKPOINT_BYTES`], and at close) takes those versions while no save
-//! can append, writes each file (a fresh temporary file renamed over the
-//! old one, so any reader of the files sees a whole version), syncs the
-//! files and the directory, forgets the versions not saved again
-//! meanwhile, and only then empties the journal file it retired. A save
-//! arriving during a checkpoint goes to the other journal file and stays
-//! in memory for the next one.
+//! can append, writes each file, syncs the files (from several threads)
+//! and the directory, forgets the versions not saved again meanwhile, and
+//! only then empties the journal file it retired. A save arriving during
+//! a checkpoint goes to the other journal file and stays in memory for
+//! the next one.
+//!
+//! Files are rewritten in place, not as a fresh temporary file renamed
+//! over the old one: measured with 5,000 conversations, creating and
+//! renaming took about 1.3 ms a file (the file system allocating an inode
+//! and freeing the old one each time; a checkpoint of 5,000 files took
+//! 6-9 s and fell behind the saves), in place about 0.2 ms. A file cut
+//! short by a crash is safe: the journal keeps its record until the
+//! synced files cover it, and the next start writes it again. A file is
+//! rewritten only while memory holds its newer version, so the store's
+//! own reads never see it half-written (they read memory first and read
+//! again a file that does not parse); another program reading the files
+//! while the agent runs may, and should read a file again that does not
+//! parse.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -22,7 +34,6 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use asg_shared::Conversation;
-use tempfile::NamedTempFile;
 use uuid::Uuid;
 
 use super::journal::Journal;
@@ -116,6 +127,7 @@ impl Checkpoints {
     /// wrote.
     pub(super) fn run(&self, after_snapshot: impl FnOnce()) -> Result<usize, StoreError> {
         let _one = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let started = std::time::Instant::now();
         let mut snapshot = Vec::new();
         let retired = self.journal.rotate(|| snapshot = self.unwritten.snapshot());
         after_snapshot();
@@ -129,6 +141,11 @@ impl Checkpoints {
         self.journal
             .empty(retired)
             .map_err(|e| StoreError(format!("checkpoint: cannot empty the journal file: {e}")))?;
+        tracing::debug!(
+            files = written,
+            millis = started.elapsed().as_millis() as u64,
+            "conversations checkpointed"
+        );
         Ok(written)
     }
 
@@ -138,9 +155,9 @@ impl Checkpoints {
     }
 }
 
-/// Writes each `(id, bytes)` to `<dir>/<id>.json` (a fresh owner-only
-/// temporary file renamed over it), then syncs them all and the directory.
-/// Answers how many were written.
+/// Writes each `(id, bytes)` over `<dir>/<id>.json` in place (created
+/// owner-only), then syncs them all and the directory. Answers how many
+/// were written.
 pub(super) fn write_files<'a>(
     dir: &Path,
     versions: impl Iterator<Item = (Uuid, &'a [u8])>,
@@ -148,22 +165,49 @@ pub(super) fn write_files<'a>(
     let mut written: Vec<File> = Vec::new();
     for (id, bytes) in versions {
         let target = dir.join(format!("{id}.json"));
-        let mut file = NamedTempFile::new_in(dir)?;
-        file.write_all(bytes)?;
-        let file = file.persist(&target).map_err(|e| {
-            std::io::Error::other(format!("cannot write {}: {}", target.display(), e.error))
-        })?;
+        let mut file = open_private(&target)
+            .and_then(|mut file| file.write_all(bytes).map(|()| file))
+            .map_err(|e| {
+                std::io::Error::other(format!("cannot write {}: {e}", target.display()))
+            })?;
+        file.flush()?;
         written.push(file);
     }
     if written.is_empty() {
         return Ok(0);
     }
-    // Synced after all are written: the file system commits many at once.
-    for file in &written {
-        file.sync_all()?;
-    }
+    sync_all(&written)?;
     File::open(dir)?.sync_all()?;
     Ok(written.len())
+}
+
+/// Opens `path` to write it from the start, creating it owner-only.
+fn open_private(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// Threads that sync a checkpoint's files together.
+const SYNC_THREADS: usize = 16;
+
+/// Syncs `files` from several threads at once: the file system commits
+/// concurrent syncs together, where one thread would wait for each in
+/// turn.
+fn sync_all(files: &[File]) -> std::io::Result<()> {
+    let chunk = files.len().div_ceil(SYNC_THREADS).max(1);
+    std::thread::scope(|scope| {
+        let syncs: Vec<_> = files
+            .chunks(chunk)
+            .map(|some| scope.spawn(move || some.iter().try_for_each(File::sync_all)))
+            .collect();
+        syncs.into_iter().try_for_each(|sync| {
+            sync.join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a file sync panicked")))
+        })
+    })
 }
 
 /// What the checkpoint thread is told.

@@ -250,3 +250,27 @@ fn a_closed_store_has_written_every_save_to_its_file() {
     assert_eq!(in_file(dir.path(), &saved), Some(saved));
     assert_eq!(journal_bytes(dir.path()), 0);
 }
+
+#[test]
+fn a_file_a_checkpoint_is_rewriting_is_read_from_memory_never_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let first = conversation(1, "first");
+    store.save(&first).unwrap();
+    store.checkpoint().unwrap();
+    let newer = edited(&first, "newer");
+    store.save(&newer).unwrap();
+    // A checkpoint writing the newer version in place, half done.
+    let whole = serde_json::to_vec_pretty(&newer).unwrap();
+    std::fs::write(file_of(dir.path(), &first), &whole[..whole.len() / 2]).unwrap();
+
+    assert_eq!(store.load(first.id).unwrap(), Some(newer.clone()));
+    assert_eq!(store.load_all().unwrap(), std::slice::from_ref(&newer));
+    assert_eq!(store.quarantined(), 0);
+    assert!(
+        file_of(dir.path(), &first).exists(),
+        "left to the checkpoint"
+    );
+    store.checkpoint().unwrap();
+    assert_eq!(in_file(dir.path(), &first), Some(newer));
+}

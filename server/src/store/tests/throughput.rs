@@ -81,5 +81,11 @@ fn json_store_saves_per_second() {
             load.trim()
         );
     }
+    let started = Instant::now();
     store.close();
+    println!(
+        "{} conversation files written by checkpoints; the last one (at close) took {} ms",
+        store.files_written(),
+        started.elapsed().as_millis()
+    );
 }
