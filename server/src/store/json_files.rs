@@ -703,6 +703,10 @@ mod tests {
         fs::set_permissions(&conv_dir, fs::Permissions::from_mode(0o755)).unwrap();
         let store = JsonFileStore::open(dir.path()).unwrap();
         let conversation = conversation();
+        // A file put there by hand, readable by others, saved again.
+        let by_hand = store.path_of(conversation.id);
+        fs::write(&by_hand, serde_json::to_vec(&conversation).unwrap()).unwrap();
+        fs::set_permissions(&by_hand, fs::Permissions::from_mode(0o644)).unwrap();
         store.save(&conversation).unwrap();
         store.save(&conversation).unwrap();
         store.checkpoint().unwrap();

@@ -181,12 +181,22 @@ pub(super) fn write_files<'a>(
     Ok(written.len())
 }
 
-/// Opens `path` to write it from the start, creating it owner-only.
+/// Opens `path` to write it from the start, owner-only (created so, or
+/// tightened: a file put there by hand may be readable by others).
 fn open_private(path: &Path) -> std::io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        if file.metadata()?.permissions().mode() & 0o777 != 0o600 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
     options.open(path)
 }
 
