@@ -13,10 +13,10 @@
 //! what the journal holds is written to the files first ([`replay`]).
 //!
 //! Measured with `tests/throughput.rs` (debug build, 5,000 conversations
-//! stored, a loaded 2-core machine): the earlier file-per-save (temporary
-//! file, fsync, rename, shared directory fsync, two catalog commits) made
-//! 122 saves/s on one thread and 1,437/s on 64; the journal makes several
-//! times more (see the report of issue 25). Files rewritten in place in
+//! stored, 2-core machine, load average about 4): the earlier
+//! file-per-save (temporary file, fsync, rename, shared directory fsync,
+//! two catalog commits) made about 960 saves/s on one thread and 1,200/s
+//! on 64; the journal about 3,500/s and 12,500/s. Files rewritten in place in
 //! sharded directories were not built: they would still cost a file
 //! operation and an fsync per save, and a tool could read a half-written
 //! file; the journal turns concurrent saves into appends and one shared
