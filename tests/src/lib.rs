@@ -551,6 +551,36 @@ pub fn assert_error(got: &(u16, Value), status: u16) -> String {
         .to_string()
 }
 
+/// Waits (up to 10 s) until the JSON store in `data_dir` has written every
+/// save so far to its conversation file: its journal (`data_dir/journal/`)
+/// is empty. Saves are durable in the journal when they return and reach
+/// the files at the store's next checkpoint, about a second later; tests
+/// that read or count the files call this first.
+pub fn json_files_settled(data_dir: &Path) {
+    let journal = data_dir.join("journal");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pending: u64 = std::fs::read_dir(&journal)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        if pending == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the JSON store's journal in {} still holds {pending} bytes",
+            journal.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Every regular file under `dir`, recursively, with its bytes, sorted by
 /// path.
 pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

@@ -253,6 +253,7 @@ async fn unreadable_files_are_quarantined_and_reported() {
     #[cfg(unix)]
     {
         let (_, created) = agent.say_new("list resources").await;
+        asg_tests::json_files_settled(tmp.path());
         let new = conversations.join(format!("{}.json", conversation_id(&created)));
         assert_eq!(mode(&new), 0o600, "a new conversation file");
         let rewritten = conversations.join(format!("{valid}.json"));

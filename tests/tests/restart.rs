@@ -129,11 +129,19 @@ async fn an_interrupted_approval_is_reported_not_run_again() {
         .await;
     assert_error(&got, 409);
     assert!(agent.resource_names().await.is_empty(), "not run again");
-    // The recovery is saved: the file no longer holds an executing approval.
-    let on_disk: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(conversations.join(format!("{id}.json"))).unwrap())
-            .unwrap();
-    assert_eq!(on_disk["status"], "active");
+    // The recovery is saved: the file no longer holds an executing approval
+    // (saves reach the files at the store's next checkpoint, within a
+    // second or so).
+    let file = conversations.join(format!("{id}.json"));
+    let on_disk = asg_tests::poll("the recovery in the file", Duration::from_secs(10), || {
+        let file = file.clone();
+        async move {
+            let on_disk: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+            (on_disk["status"] == "active").then_some(on_disk)
+        }
+    })
+    .await;
     assert!(on_disk["pending_approval"].is_null());
     // The conversation takes messages again.
     let (status, next) = agent.say(&id.to_string(), "list").await;

@@ -19,6 +19,7 @@ async fn bad_requests_answer_json_errors_and_change_nothing() {
     assert_eq!(status, 201);
     let id = conversation_id(&answer);
     let uuid = approval_uuid(&answer);
+    asg_tests::json_files_settled(&agent.data_dir);
     let before = files_under(&agent.data_dir);
     let conversation_file = agent
         .data_dir
@@ -93,6 +94,7 @@ async fn bad_requests_answer_json_errors_and_change_nothing() {
         assert_error(&got, status);
     }
 
+    asg_tests::json_files_settled(&agent.data_dir);
     assert_eq!(std::fs::read(&conversation_file).unwrap(), file_before);
     let after = files_under(&agent.data_dir);
     assert_eq!(

@@ -110,6 +110,7 @@ async fn secrets_stay_out_of_logs_disk_and_the_provider() {
     assert!(!log.contains(&key), "key in the log:\n{log}");
     assert!(!log.contains(&token), "token in the log:\n{log}");
     assert!(!log.contains(&random), "a secret's random part in the log");
+    asg_tests::json_files_settled(&agent.data_dir);
     let files = files_under(&agent.data_dir);
     assert!(
         files

@@ -3,16 +3,20 @@
 //! flags, approval uuids), in a SQLite file, `<data_dir>/index/catalog.sqlite3`,
 //! so the agent never reads every conversation file.
 //!
-//! The files stay the truth; the catalog is derived from them and kept in
-//! step by the rule *catalog first, marked dirty*: a save writes the new
-//! version's row with `dirty = 1`, then the file, then clears the flag. A
-//! row left dirty (the process died in between) is read again from its
-//! file at the next start. Rows are committed without an fsync of their
-//! own (`synchronous = NORMAL`): a killed process loses nothing the
-//! operating system was given, and after an operating-system crash or
+//! The saved versions stay the truth (the journal, then the files); the
+//! catalog is derived from them and kept in step by the rule *record
+//! first, then row*: a save appends its journal record, then writes the
+//! new version's row, so a row never describes a version the journal and
+//! the files do not hold; at open, the rows of the conversations the
+//! journal held are rewritten from it. Rows are committed without an fsync
+//! of their own (`synchronous = NORMAL`): a killed process loses nothing
+//! the operating system was given, and after an operating-system crash or
 //! power loss (the machine's boot id changed while the catalog was open)
 //! the catalog is not trusted and is rebuilt from the files. A catalog
 //! that is missing, of another format, or half rebuilt is rebuilt too.
+//! Rows marked dirty (by the earlier rule, *catalog first, marked dirty*,
+//! of a save that wrote its file itself) are read again from their files
+//! at open.
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -288,29 +292,24 @@ impl Catalog {
         tx.commit().map_err(db_error("commit"))
     }
 
-    /// Replaces the row of `entry` and its approvals with what its file
-    /// says (after a crash: the row may describe a version never written).
-    pub(super) fn rewrite(&self, entry: &Entry) -> Result<(), StoreError> {
+    /// Replaces the rows of `entries` and their approvals with what their
+    /// files say, in one transaction (after a crash: a row may describe a
+    /// version never written, or miss one the journal held).
+    pub(super) fn rewrite(&self, entries: &[Entry]) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
         let mut writer = lock(&self.writer);
         let tx = writer.transaction().map_err(db_error("write"))?;
-        tx.execute(
-            "DELETE FROM approvals WHERE conversation_id = ?1",
-            [entry.id.as_bytes().as_slice()],
-        )
-        .and_then(|_| put_entry(&tx, entry, false))
-        .map_err(db_error("write a conversation"))?;
-        tx.commit().map_err(db_error("commit"))
-    }
-
-    /// The file of `id` now holds the version its row describes.
-    pub(super) fn settle(&self, id: Uuid) -> Result<(), StoreError> {
-        lock(&self.writer)
-            .execute(
-                "UPDATE conversations SET dirty = 0 WHERE id = ?1",
-                [id.as_bytes().as_slice()],
+        for entry in entries {
+            tx.execute(
+                "DELETE FROM approvals WHERE conversation_id = ?1",
+                [entry.id.as_bytes().as_slice()],
             )
-            .map(drop)
-            .map_err(db_error("write"))
+            .and_then(|_| put_entry(&tx, entry, false))
+            .map_err(db_error("write a conversation"))?;
+        }
+        tx.commit().map_err(db_error("commit"))
     }
 
     /// Drops conversation `id` (its file is gone).

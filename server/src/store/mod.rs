@@ -1,15 +1,19 @@
 //! Persistence of conversations behind the [`Store`] trait.
 //!
-//! Invariant: nothing but the store touches `data_dir/conversations` and
-//! `data_dir/index`. The default [`JsonFileStore`] keeps one JSON file per
-//! conversation, written atomically (a fresh temporary file, fsync, rename,
-//! fsync of the directory), so a crash leaves either the old or the new
-//! version, never a torn file, and lists them through a SQLite catalog
-//! (`json_catalog`). Files are readable by the owner only. A file that
-//! cannot be loaded is moved to `data_dir/quarantine/`, never dropped.
+//! Invariant: nothing but the store touches `data_dir/conversations`,
+//! `data_dir/journal` and `data_dir/index`. The default [`JsonFileStore`]
+//! keeps one JSON file per conversation and lists them through a SQLite
+//! catalog (`json_catalog`). A save is durable once its checksummed
+//! record is in the journal, synced together with the saves beside it
+//! (group commit); checkpoints write the files later, once per change,
+//! and the journal is replayed at open, so a crash loses nothing
+//! acknowledged and a torn write never spoils a stored version. Files are
+//! readable by the owner only. A file or journal that cannot be loaded is
+//! moved or copied to `data_dir/quarantine/`, never dropped.
 //!
 //! Neither store is held in memory: the engine reads through the store
-//! ([`Store::reads_through`]) and caches only the conversations in use.
+//! ([`Store::reads_through`]) and caches only the conversations in use
+//! (the JSON store keeps only the versions its files do not hold yet).
 
 mod group_sync;
 mod json_catalog;

@@ -13,7 +13,9 @@ use uuid::Uuid;
 use super::{Claim, JsonFileStore, PgStore, Store};
 use asg_tests::pg::TestDb;
 
+mod journal;
 mod json_catalog;
+mod throughput;
 
 /// A store of either kind, with what keeps it alive.
 enum Backend {

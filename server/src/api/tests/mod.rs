@@ -41,6 +41,7 @@ async fn call(app: &Router, method: &str, uri: &str, body: impl Into<Body>) -> (
 }
 
 fn files_in(dir: &std::path::Path) -> usize {
+    asg_tests::json_files_settled(dir);
     std::fs::read_dir(dir.join("conversations"))
         .unwrap()
         .count()
@@ -86,6 +87,7 @@ async fn bad_input_gets_a_json_error_and_changes_nothing() {
     let (_, created) = call(&app, "POST", "/conversations", "").await;
     let id = created["conversation"]["id"].as_str().unwrap().to_string();
     let messages = format!("/conversations/{id}/messages");
+    asg_tests::json_files_settled(dir.path());
     let before =
         std::fs::read(dir.path().join("conversations").join(format!("{id}.json"))).unwrap();
 
@@ -216,6 +218,7 @@ async fn bad_input_gets_a_json_error_and_changes_nothing() {
         );
         assert!(value["error"]["code"].is_string());
     }
+    asg_tests::json_files_settled(dir.path());
     let after = std::fs::read(dir.path().join("conversations").join(format!("{id}.json"))).unwrap();
     assert_eq!(
         before, after,

@@ -1,0 +1,127 @@
+//! At open, the journal's saves go to their files: the newest record of
+//! each conversation (by sequence number) is written like a checkpoint
+//! writes it. A record cut short at the tail (a write a crash
+//! interrupted, never acknowledged) is logged and ignored; a journal file
+//! damaged in the middle is copied to the quarantine directory whole
+//! (its other records are still replayed), and a whole record that is not
+//! a conversation is set aside there too.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use asg_shared::Conversation;
+use uuid::Uuid;
+
+use super::checkpoint::write_files;
+use super::journal::{Journal, Record};
+use super::{create_private_dir, free_name};
+use crate::store::StoreError;
+
+/// What the replay found.
+#[derive(Default)]
+pub(super) struct Replayed {
+    /// The newest journaled version of each conversation, now in its file.
+    pub conversations: Vec<Conversation>,
+    /// Journal files and records set aside.
+    pub quarantined: usize,
+    /// The highest sequence number read.
+    pub last_seq: u64,
+}
+
+/// Writes the newest journaled version of every conversation to its file
+/// under `dir` (synced); what cannot be read goes to `quarantine`.
+pub(super) fn replay(
+    journal: &Journal,
+    dir: &Path,
+    quarantine: &Path,
+) -> Result<Replayed, StoreError> {
+    let files = journal
+        .read()
+        .map_err(|e| StoreError(format!("cannot read the journal: {e}")))?;
+    let mut replayed = Replayed::default();
+    let mut newest: HashMap<Uuid, (u64, Conversation, Vec<u8>)> = HashMap::new();
+    for (path, contents) in files {
+        if let Some((at, bytes)) = contents.torn_tail {
+            tracing::warn!(journal = %path.display(), offset = at, bytes, "the journal ends with a record a stop cut short (never acknowledged); ignored");
+        }
+        if !contents.damaged.is_empty() {
+            replayed.quarantined += usize::from(set_aside_file(&path, quarantine));
+        }
+        for record in contents.records {
+            replayed.last_seq = replayed.last_seq.max(record.seq);
+            let Some(conversation) = parse(&record, quarantine, &mut replayed.quarantined) else {
+                continue;
+            };
+            let newer = newest
+                .get(&conversation.id)
+                .is_none_or(|(seq, _, _)| *seq < record.seq);
+            if newer {
+                newest.insert(conversation.id, (record.seq, conversation, record.payload));
+            }
+        }
+    }
+    let written = write_files(
+        dir,
+        newest.iter().map(|(id, (_, _, b))| (*id, b.as_slice())),
+    )
+    .map_err(|e| StoreError(format!("cannot write the journal's conversations: {e}")))?;
+    if written > 0 {
+        tracing::info!(
+            conversations = written,
+            "conversations saved before the agent stopped written from the journal"
+        );
+    }
+    replayed.conversations = newest.into_values().map(|(_, c, _)| c).collect();
+    Ok(replayed)
+}
+
+/// The conversation of a whole record, or `None` (set aside, counted).
+fn parse(record: &Record, quarantine: &Path, quarantined: &mut usize) -> Option<Conversation> {
+    match serde_json::from_slice::<Conversation>(&record.payload) {
+        Ok(conversation) => Some(conversation),
+        Err(error) => {
+            let name = format!("journal-record-{}.json", record.seq);
+            let kept = keep(quarantine, &name, &record.payload);
+            tracing::error!(seq = record.seq, %error, kept_as = ?kept, "a journal record is not a conversation; set aside");
+            *quarantined += 1;
+            None
+        }
+    }
+}
+
+/// Copies a damaged journal file to the quarantine directory. True when
+/// copied.
+fn set_aside_file(path: &Path, quarantine: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "journal.log".into());
+    let kept = std::fs::read(path).and_then(|bytes| keep(quarantine, &name, &bytes));
+    match kept {
+        Ok(target) => {
+            tracing::error!(journal = %path.display(), copied_to = %target.display(), "the journal is damaged in the middle; its whole records are replayed and the file is copied to quarantine");
+            true
+        }
+        Err(error) => {
+            tracing::error!(journal = %path.display(), %error, "the journal is damaged in the middle and cannot be copied to quarantine; its whole records are replayed");
+            false
+        }
+    }
+}
+
+/// Writes `bytes` to a free name like `name` in `quarantine` (owner-only,
+/// synced).
+fn keep(quarantine: &Path, name: &str, bytes: &[u8]) -> std::io::Result<std::path::PathBuf> {
+    use std::io::Write;
+    create_private_dir(quarantine)?;
+    let target = free_name(quarantine, name);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&target)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::File::open(quarantine)?.sync_all()?;
+    Ok(target)
+}
