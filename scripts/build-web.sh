@@ -6,7 +6,8 @@
 #   one is too old to handle wasm-bindgen's output, binaryen from npm;
 #   without a working one the bundle is built unoptimized by wasm-opt).
 # trunk runs --offline so it never downloads tools itself.
-# Prints the size of the .wasm and its gzipped size at the end.
+# Prints the size of the .wasm and its gzipped size at the end, and fails
+# when the gzipped size is over GZIP_BUDGET_KIB.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -99,14 +100,15 @@ else
 fi
 
 say "building web/ (trunk build --release --offline)"
-# Size over speed for the browser bundle; set here (not in the workspace
-# profile) so native release builds are unaffected. wasm32 artifacts live
-# in their own target directory, so native builds are not rebuilt.
-export CARGO_PROFILE_RELEASE_OPT_LEVEL=z
-export CARGO_PROFILE_RELEASE_LTO=true
-export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
-export CARGO_PROFILE_RELEASE_DEBUG=false
-export CARGO_PROFILE_RELEASE_PANIC=abort
+# trunk builds with the workspace's [profile.wasm-release] (opt-level "z",
+# LTO, one codegen unit, panic = "abort": `data-cargo-profile-release` in
+# web/index.html), then runs `wasm-opt -Oz` (`data-wasm-opt="z"`). Native
+# release builds keep [profile.release]; wasm32 artifacts have their own
+# target directory, so neither rebuilds the other.
+# `--cfg erase_components` makes Leptos type-erase each component's view
+# (one `AnyView` instead of a nested generic type per view), which
+# compiles far fewer copies of the rendering code: about 10 KiB gzipped.
+export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg erase_components"
 cd web
 if [ "$USE_WASM_OPT" = yes ]; then
   trunk build --release --offline
@@ -125,3 +127,20 @@ GZIPPED=$(gzip -9 -c "$WASM" | wc -c)
 say "built web/dist"
 printf '    %s: %d bytes (%d KiB), gzipped %d bytes (%d KiB)\n' \
   "$WASM" "$BYTES" $((BYTES / 1024)) "$GZIPPED" $((GZIPPED / 1024))
+
+# The size budget of the chat bundle: the gzipped .wasm may not grow past
+# this (KiB). 359 KiB before the size work of issue 25, about 315 KiB
+# after it; the goal there is 200 KiB, not reached yet. Lower it as the
+# bundle shrinks; raise it only on purpose, with the reason in the
+# commit. web/README.md ("Bundle size") says where the bytes go and how
+# to look (twiggy).
+GZIP_BUDGET_KIB=330
+if [ "$GZIPPED" -gt $((GZIP_BUDGET_KIB * 1024)) ]; then
+  printf '\nERROR: the chat bundle is %d KiB gzipped, over its budget of %d KiB (GZIP_BUDGET_KIB in %s)\n' \
+    $((GZIPPED / 1024)) "$GZIP_BUDGET_KIB" "$0" >&2
+  if [ "$USE_WASM_OPT" != yes ]; then
+    echo "       (built without wasm-opt: install binaryen, see above)" >&2
+  fi
+  exit 1
+fi
+echo "    within the budget of $GZIP_BUDGET_KIB KiB gzipped"

@@ -2,7 +2,11 @@
 //! answers to the conversation on screen.
 
 use asg_shared::events::ConversationEvent;
-use asg_shared::{Conversation, ConversationStatus, PendingApproval};
+use asg_shared::{ApprovalDecision, Conversation, ConversationStatus, Message, PendingApproval};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::logic::tagged;
 
 /// What the view should do besides showing the updated conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,7 +21,74 @@ pub struct Effects {
 
 /// Parses one `data:` line of the event stream.
 pub fn parse_event(data: &str) -> Result<ConversationEvent, String> {
-    serde_json::from_str(data).map_err(|e| format!("unreadable live event: {e}"))
+    read_event(data).map_err(|e| format!("unreadable live event: {e}"))
+}
+
+/// The `type`s of [`ConversationEvent`], as serde names them.
+const EVENT_TYPES: &[&str] = &[
+    "snapshot",
+    "turn_started",
+    "message",
+    "approval_requested",
+    "approval_resolved",
+    "status",
+    "turn_finished",
+];
+
+/// [`ConversationEvent`] read by its tag ([`tagged`]), not by its derived
+/// `Deserialize`: one compiled deserializer per nested type.
+fn read_event(data: &str) -> Result<ConversationEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Snapshot {
+        conversation: Box<Conversation>,
+    }
+    #[derive(Deserialize)]
+    struct Recorded {
+        message: Message,
+    }
+    #[derive(Deserialize)]
+    struct Requested {
+        approval: PendingApproval,
+    }
+    #[derive(Deserialize)]
+    struct Resolved {
+        uuid: Uuid,
+        decision: Option<Box<ApprovalDecision>>,
+    }
+    #[derive(Deserialize)]
+    struct Status {
+        status: ConversationStatus,
+    }
+    #[derive(Deserialize)]
+    struct Finished {
+        response: Option<String>,
+        error: Option<String>,
+    }
+    Ok(match tagged::tag(data)?.as_str() {
+        "snapshot" => {
+            let Snapshot { conversation } = tagged::fields(data)?;
+            ConversationEvent::Snapshot { conversation }
+        }
+        "turn_started" => ConversationEvent::TurnStarted,
+        "message" => ConversationEvent::Message {
+            message: tagged::fields::<Recorded>(data)?.message,
+        },
+        "approval_requested" => ConversationEvent::ApprovalRequested {
+            approval: tagged::fields::<Requested>(data)?.approval,
+        },
+        "approval_resolved" => {
+            let Resolved { uuid, decision } = tagged::fields(data)?;
+            ConversationEvent::ApprovalResolved { uuid, decision }
+        }
+        "status" => ConversationEvent::Status {
+            status: tagged::fields::<Status>(data)?.status,
+        },
+        "turn_finished" => {
+            let Finished { response, error } = tagged::fields(data)?;
+            ConversationEvent::TurnFinished { response, error }
+        }
+        other => return Err(tagged::unknown(other, EVENT_TYPES)),
+    })
 }
 
 /// Applies one event to the conversation on screen (`None` until the first
@@ -119,7 +190,6 @@ mod tests {
     use super::*;
     use crate::logic::fixtures::{approval, at, conversation, message};
     use asg_shared::Role;
-    use uuid::Uuid;
 
     fn event(json: serde_json::Value) -> ConversationEvent {
         serde_json::from_value(json).unwrap()
@@ -357,5 +427,70 @@ mod tests {
         other.id = Uuid::from_u128(2000);
         assert!(merge_conversation(&mut current, other.clone()));
         assert_eq!(current, Some(other));
+    }
+
+    /// Every event the server sends reads back as itself: the tag-first
+    /// reader follows `asg_shared`'s wire format.
+    #[test]
+    fn every_event_kind_reads_back_as_sent() {
+        let decision = asg_shared::ApprovalDecision {
+            approval_uuid: Uuid::from_u128(40),
+            tool_name: "resources_add".into(),
+            approved: true,
+            decided_by: asg_shared::Actor {
+                subject: "alice".into(),
+                name: Some("Alice".into()),
+                role: Some("approver".into()),
+                via: Some("web".into()),
+            },
+            decided_at: at(9),
+            reason: Some("ok".into()),
+            edited_arguments: None,
+            remembered: Some(asg_shared::GrantScope::Conversation),
+        };
+        let events = [
+            ConversationEvent::Snapshot {
+                conversation: Box::new(conversation(vec![message(1, Role::User, "hi")], 1)),
+            },
+            ConversationEvent::TurnStarted,
+            ConversationEvent::Message {
+                message: message(2, Role::Assistant, "hello"),
+            },
+            ConversationEvent::ApprovalRequested {
+                approval: approval(40, "c1"),
+            },
+            ConversationEvent::ApprovalResolved {
+                uuid: Uuid::from_u128(40),
+                decision: Some(Box::new(decision)),
+            },
+            ConversationEvent::ApprovalResolved {
+                uuid: Uuid::from_u128(41),
+                decision: None,
+            },
+            ConversationEvent::Status {
+                status: ConversationStatus::WaitingApproval,
+            },
+            ConversationEvent::TurnFinished {
+                response: Some("done".into()),
+                error: None,
+            },
+            ConversationEvent::TurnFinished {
+                response: None,
+                error: Some("model failed".into()),
+            },
+        ];
+        for sent in events {
+            let json = serde_json::to_string(&sent).unwrap();
+            assert_eq!(parse_event(&json), Ok(sent), "{json}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_or_broken_event_is_reported() {
+        let error = parse_event(r#"{"type":"party"}"#).unwrap_err();
+        assert!(error.starts_with("unreadable live event"), "{error}");
+        assert!(error.contains("party"), "{error}");
+        assert!(parse_event(r#"{"type":"message"}"#).is_err());
+        assert!(parse_event("not json").is_err());
     }
 }

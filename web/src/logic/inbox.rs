@@ -4,12 +4,82 @@
 
 use asg_shared::events::InboxEvent;
 use asg_shared::rest::ConversationSummary;
-use asg_shared::{ConversationStatus, PendingApproval};
+use asg_shared::{ApprovalDecision, ConversationStatus, PendingApproval};
+use serde::Deserialize;
 use uuid::Uuid;
+
+use crate::logic::tagged;
 
 /// Parses one `data:` line of the inbox stream.
 pub fn parse_inbox_event(data: &str) -> Result<InboxEvent, String> {
-    serde_json::from_str(data).map_err(|e| format!("unreadable inbox event: {e}"))
+    read_inbox_event(data).map_err(|e| format!("unreadable inbox event: {e}"))
+}
+
+/// The `type`s of [`InboxEvent`], as serde names them.
+const INBOX_TYPES: &[&str] = &[
+    "pending",
+    "approval_requested",
+    "approval_reminder",
+    "approval_resolved",
+    "status",
+];
+
+/// [`InboxEvent`] read by its tag ([`tagged`]), not by its derived
+/// `Deserialize`: one compiled deserializer per nested type.
+fn read_inbox_event(data: &str) -> Result<InboxEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Pending {
+        approvals: Vec<PendingApproval>,
+    }
+    #[derive(Deserialize)]
+    struct One {
+        approval: PendingApproval,
+    }
+    #[derive(Deserialize)]
+    struct Resolved {
+        uuid: Uuid,
+        conversation_id: Uuid,
+        decision: Option<Box<ApprovalDecision>>,
+    }
+    #[derive(Deserialize)]
+    struct Status {
+        conversation_id: Uuid,
+        status: ConversationStatus,
+    }
+    Ok(match tagged::tag(data)?.as_str() {
+        "pending" => InboxEvent::Pending {
+            approvals: tagged::fields::<Pending>(data)?.approvals,
+        },
+        "approval_requested" => InboxEvent::ApprovalRequested {
+            approval: tagged::fields::<One>(data)?.approval,
+        },
+        "approval_reminder" => InboxEvent::ApprovalReminder {
+            approval: tagged::fields::<One>(data)?.approval,
+        },
+        "approval_resolved" => {
+            let Resolved {
+                uuid,
+                conversation_id,
+                decision,
+            } = tagged::fields(data)?;
+            InboxEvent::ApprovalResolved {
+                uuid,
+                conversation_id,
+                decision,
+            }
+        }
+        "status" => {
+            let Status {
+                conversation_id,
+                status,
+            } = tagged::fields(data)?;
+            InboxEvent::Status {
+                conversation_id,
+                status,
+            }
+        }
+        other => return Err(tagged::unknown(other, INBOX_TYPES)),
+    })
 }
 
 /// Applies one event to the pending list and the sidebar. Returns true
@@ -384,5 +454,37 @@ mod tests {
         );
         let pending = parse_inbox_event(r#"{"type":"pending","approvals":[]}"#).unwrap();
         assert_eq!(pending, InboxEvent::Pending { approvals: vec![] });
+    }
+
+    /// Every inbox event the server sends reads back as itself: the
+    /// tag-first reader follows `asg_shared`'s wire format.
+    #[test]
+    fn every_inbox_event_kind_reads_back_as_sent() {
+        let events = [
+            InboxEvent::Pending {
+                approvals: vec![pending(40, 1), pending(41, 2)],
+            },
+            InboxEvent::ApprovalRequested {
+                approval: pending(42, 1),
+            },
+            InboxEvent::ApprovalReminder {
+                approval: pending(42, 1),
+            },
+            InboxEvent::ApprovalResolved {
+                uuid: id(42),
+                conversation_id: id(1),
+                decision: None,
+            },
+            InboxEvent::Status {
+                conversation_id: id(1),
+                status: ConversationStatus::Active,
+            },
+        ];
+        for sent in events {
+            let json = serde_json::to_string(&sent).unwrap();
+            assert_eq!(parse_inbox_event(&json), Ok(sent), "{json}");
+        }
+        let error = parse_inbox_event(r#"{"type":"party"}"#).unwrap_err();
+        assert!(error.contains("party"), "{error}");
     }
 }
