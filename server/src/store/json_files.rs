@@ -37,7 +37,9 @@ use uuid::Uuid;
 
 use super::group_sync::GroupSync;
 use super::json_catalog::{Catalog, Entry, Trust};
-use checkpoint::{CHECKPOINT_BYTES, Checkpointer, Checkpoints, Latest, Unwritten};
+use checkpoint::{
+    CHECKPOINT_BYTES, Checkpointer, Checkpoints, Latest, MAX_UNWRITTEN_BYTES, Unwritten,
+};
 use commit::Commit;
 use journal::Journal;
 
@@ -386,6 +388,9 @@ impl Store for JsonFileStore {
         );
         let latest = Arc::new(conversation.clone());
         let row = Entry::of(conversation);
+        // Backpressure: memory stays bounded when checkpoints fall behind.
+        self.unwritten
+            .wait_for_room(MAX_UNWRITTEN_BYTES, || self.checkpointer.nudge());
         // The row after the record (a crash in between leaves a record
         // the next start writes to the catalog), committed by the group.
         let appended = self.journal.append(&bytes, |seq| {

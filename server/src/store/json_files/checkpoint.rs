@@ -53,38 +53,81 @@ pub(super) struct Latest {
     pub bytes: Arc<Vec<u8>>,
 }
 
-/// The newest saved version of each conversation whose file is older.
+/// The newest saved version of each conversation whose file is older,
+/// and the bytes their JSON takes (saves wait while it is past
+/// [`MAX_UNWRITTEN_BYTES`], so memory stays bounded when checkpoints
+/// fall behind a burst of saves).
 #[derive(Default)]
 pub(super) struct Unwritten {
-    versions: Mutex<HashMap<Uuid, Latest>>,
+    versions: Mutex<Versions>,
+    /// Told when a checkpoint forgot versions.
+    room: Condvar,
 }
 
+#[derive(Default)]
+struct Versions {
+    latest: HashMap<Uuid, Latest>,
+    bytes: usize,
+}
+
+/// Bytes of JSON of saved versions not in their files yet past which a
+/// save waits for a checkpoint (the versions are also kept parsed, about
+/// as much again).
+pub(super) const MAX_UNWRITTEN_BYTES: usize = 16 << 20;
+
 impl Unwritten {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Latest>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Versions> {
         self.versions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Keeps `latest` as the newest version of `id`.
     pub(super) fn put(&self, id: Uuid, latest: Latest) {
-        self.lock().insert(id, latest);
+        let mut versions = self.lock();
+        versions.bytes += latest.bytes.len();
+        if let Some(older) = versions.latest.insert(id, latest) {
+            versions.bytes -= older.bytes.len();
+        }
+    }
+
+    /// Returns once the unwritten versions take at most `max` bytes,
+    /// calling `nudge` (start a checkpoint) while they do not.
+    pub(super) fn wait_for_room(&self, max: usize, nudge: impl Fn()) {
+        let mut versions = self.lock();
+        while versions.bytes > max {
+            nudge();
+            versions = self
+                .room
+                .wait_timeout(versions, Duration::from_millis(100))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// The bytes of JSON the unwritten versions take.
+    pub(super) fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// The newest version of `id`, when its file is older.
     pub(super) fn get(&self, id: Uuid) -> Option<Arc<Conversation>> {
-        self.lock().get(&id).map(|l| l.conversation.clone())
+        self.lock().latest.get(&id).map(|l| l.conversation.clone())
     }
 
     /// The ids whose file is older than their newest version.
     pub(super) fn ids(&self) -> Vec<Uuid> {
-        self.lock().keys().copied().collect()
+        self.lock().latest.keys().copied().collect()
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().latest.is_empty()
     }
 
     fn snapshot(&self) -> Vec<(Uuid, Latest)> {
-        self.lock().iter().map(|(id, l)| (*id, l.clone())).collect()
+        self.lock()
+            .latest
+            .iter()
+            .map(|(id, l)| (*id, l.clone()))
+            .collect()
     }
 
     /// Forgets the versions of `written` now in their files (not those
@@ -92,10 +135,17 @@ impl Unwritten {
     fn settle(&self, written: &[(Uuid, Latest)]) {
         let mut versions = self.lock();
         for (id, latest) in written {
-            if versions.get(id).is_some_and(|now| now.seq == latest.seq) {
-                versions.remove(id);
+            if versions
+                .latest
+                .get(id)
+                .is_some_and(|now| now.seq == latest.seq)
+            {
+                versions.latest.remove(id);
+                versions.bytes -= latest.bytes.len();
             }
         }
+        drop(versions);
+        self.room.notify_all();
     }
 }
 
@@ -316,5 +366,58 @@ fn wait(signal: &(Mutex<Signal>, Condvar)) -> bool {
             *state = Signal::Idle;
             true
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use asg_shared::fixtures;
+
+    use super::*;
+
+    fn version(seq: u64, bytes: usize) -> Latest {
+        Latest {
+            seq,
+            conversation: Arc::new(fixtures::conversation()),
+            bytes: Arc::new(vec![b' '; bytes]),
+        }
+    }
+
+    #[test]
+    fn a_save_past_the_bound_waits_until_a_checkpoint_forgets_versions() {
+        let unwritten = Arc::new(Unwritten::default());
+        let (a, b) = (fixtures::uuid(), fixtures::uuid());
+        unwritten.put(a, version(1, 600));
+        unwritten.put(a, version(2, 700));
+        unwritten.put(b, version(3, 400));
+        assert_eq!(
+            unwritten.bytes(),
+            1_100,
+            "a newer version replaces the older"
+        );
+        let nudges = Arc::new(AtomicUsize::new(0));
+        let waiting = std::thread::spawn({
+            let (unwritten, nudges) = (unwritten.clone(), nudges.clone());
+            move || {
+                unwritten.wait_for_room(1_000, || {
+                    nudges.fetch_add(1, Ordering::SeqCst);
+                })
+            }
+        });
+        while nudges.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!waiting.is_finished(), "over the bound: the save waits");
+        unwritten.settle(&[(a, version(2, 700))]);
+        waiting.join().unwrap();
+        assert_eq!(unwritten.bytes(), 400);
+        unwritten.settle(&[(b, version(99, 400))]);
+        assert_eq!(
+            unwritten.bytes(),
+            400,
+            "a version saved again is not forgotten"
+        );
     }
 }
