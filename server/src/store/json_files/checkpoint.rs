@@ -104,7 +104,8 @@ impl Unwritten {
     }
 
     /// The bytes of JSON the unwritten versions take.
-    pub(super) fn bytes(&self) -> usize {
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.lock().bytes
     }
 
