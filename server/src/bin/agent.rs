@@ -44,6 +44,11 @@ enum Command {
     Migrate,
 }
 
+/// jemalloc gives memory freed after a burst back to the system (its
+/// dirty pages decay in seconds), where glibc's malloc kept most of it.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Most threads tokio's blocking pool may start (default 512). Storage
 /// runs on its own fixed threads (`limits.storage_threads`); this bounds
 /// the rest (audit lines, push configs) under a flood.
