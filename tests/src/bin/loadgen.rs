@@ -43,6 +43,8 @@ mod load;
 mod overload;
 #[path = "loadgen/pg.rs"]
 mod pg;
+#[path = "loadgen/phase.rs"]
+mod phase;
 #[path = "loadgen/report.rs"]
 mod report;
 #[path = "loadgen/requests.rs"]
@@ -66,7 +68,8 @@ use agent::{AgentProcess, AgentSpec};
 use headline::Headline;
 use load::{Budget, RoundRobin};
 use overload::OverloadSettings;
-use report::{Phase, Report, StartupRun};
+use phase::Phase;
+use report::{Report, StartupRun};
 use requests::{
     a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources, mix,
 };
@@ -405,7 +408,7 @@ async fn run(args: &Args) -> Result<()> {
 /// The main run (phases 1 to 5) on the JSON files; its phases 4 and 5
 /// are also the JSON column of the store comparison.
 async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
-    let load_before = report::load_average();
+    let load_before = phase::load_average();
     let tmp = tempfile::Builder::new()
         .prefix("asg-loadgen-")
         .tempdir()
@@ -454,7 +457,7 @@ async fn bench(s: &Settings) -> Result<(Report, StoreRun)> {
         first_pages,
         phases,
         rss_after_load,
-        load_average: (load_before, report::load_average()),
+        load_average: (load_before, phase::load_average()),
         shutdown: Some((status.to_string(), took)),
         headline,
     };

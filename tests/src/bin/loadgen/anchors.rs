@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::report::{Phase, phase_json};
+use crate::phase::{Phase, phase_json};
 use crate::requests::{a2a_echo, get_ok};
 use crate::server::ServerProcess;
 use crate::{Settings, load, turn_warmup};

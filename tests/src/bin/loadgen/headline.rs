@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::anchors::Anchor;
 use crate::bundle::Bundle;
 use crate::overload::{Overload, ProcSample, SLOW};
-use crate::report::{Phase, aligned_table, line, ms};
+use crate::phase::{Phase, aligned_table, line, ms};
 
 /// What the table is made of.
 #[derive(Debug, Clone)]

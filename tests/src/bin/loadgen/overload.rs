@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::Settings;
 use crate::agent::{AgentProcess, AgentSpec};
 use crate::load::{self, Budget};
-use crate::report::{Phase, ms};
+use crate::phase::{Phase, ms};
 use crate::requests::{create_conversation, get_ok, http_client, list_resources, mix};
 
 /// A request slower than this is a stall.

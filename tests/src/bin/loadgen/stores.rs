@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 
 use crate::agent::{AgentProcess, AgentSpec};
 use crate::pg::{self, BenchDb};
-use crate::report::{self, Phase, line, load_text};
+use crate::phase::{self, Phase, line, load_text};
+use crate::report;
 use crate::requests::check_loaded;
 use crate::seed::Seeded;
 use crate::{Settings, a2a_phase, turn_phase};
@@ -225,7 +226,7 @@ fn details(s: &Settings, seeded: &Seeded, startups: &[Duration]) -> String {
     );
     let times: Vec<String> = startups
         .iter()
-        .map(|t| format!("{:.0}", report::ms(*t)))
+        .map(|t| format!("{:.0}", phase::ms(*t)))
         .collect();
     match startups.len() {
         1 => format!(
@@ -297,7 +298,7 @@ pub fn table(runs: &[StoreRun], clients: usize) -> String {
             },
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             if with_pg { " and PostgreSQL" } else { "" },
-            load_text(report::load_average())
+            load_text(phase::load_average())
         ),
     );
     line(&mut out, String::new());
@@ -316,7 +317,7 @@ pub fn table(runs: &[StoreRun], clients: usize) -> String {
         }
         rows.push(row);
     }
-    report::aligned_table(&mut out, &rows, &|c| c == 0);
+    phase::aligned_table(&mut out, &rows, &|c| c == 0);
     for run in runs {
         run_notes(&mut out, run);
     }
@@ -336,8 +337,8 @@ fn cells(run: &StoreRun, pick: usize) -> Vec<String> {
     };
     vec![
         format!("{:.1} {}/s{errors}", r.rate(), phase.unit),
-        format!("{:.2}", report::ms(r.percentile(50.0))),
-        format!("{:.2}", report::ms(r.percentile(99.0))),
+        format!("{:.2}", phase::ms(r.percentile(50.0))),
+        format!("{:.2}", phase::ms(r.percentile(99.0))),
         phase.load_text(),
     ]
 }
@@ -364,8 +365,8 @@ pub fn to_json(runs: &[StoreRun]) -> Value {
                 "store": run.key,
                 "measured": true,
                 "details": m.details,
-                "full_turn": report::phase_json(&m.turn),
-                "a2a_message_send": report::phase_json(&m.a2a),
+                "full_turn": phase::phase_json(&m.turn),
+                "a2a_message_send": phase::phase_json(&m.a2a),
             }),
             Outcome::Skipped(reason) => json!({
                 "store": run.key,
