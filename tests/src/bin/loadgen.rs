@@ -70,9 +70,7 @@ use load::{Budget, RoundRobin};
 use overload::OverloadSettings;
 use phase::Phase;
 use report::{Report, StartupRun};
-use requests::{
-    a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources, mix,
-};
+use requests::{a2a_list, check_loaded, create_conversation, get_ok, http_client, list_resources};
 use seed::Seeded;
 use stores::{StoreChoice, StoreRun};
 use uuid::Uuid;
@@ -573,21 +571,8 @@ async fn show_phases(
     ids: &[Uuid],
 ) -> Result<Vec<Phase>> {
     eprintln!("loadgen: GET /conversations/{{id}}");
-    let urls: Arc<Vec<String>> = Arc::new(
-        ids.iter()
-            .map(|id| format!("{base}/conversations/{id}"))
-            .collect(),
-    );
-    let show = {
-        let http = http.clone();
-        move |client: usize, iteration: usize| {
-            let (http, urls) = (http.clone(), urls.clone());
-            async move {
-                let pick = mix((client as u64) << 32 | iteration as u64) as usize % urls.len();
-                get_ok(&http, &urls[pick], b"{\"conversation\":").await
-            }
-        }
-    };
+    let shows = requests::RandomShows::new(http, base, ids);
+    let show = move |client: usize, iteration: usize| shows.get(client, iteration);
     get_phases(
         s,
         format!("3. GET /conversations/{{id}} ({} stored)", s.conversations),

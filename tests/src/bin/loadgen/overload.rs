@@ -23,7 +23,7 @@ use crate::Settings;
 use crate::agent::{AgentProcess, AgentSpec};
 use crate::load::{self, Budget};
 use crate::phase::{Phase, ms};
-use crate::requests::{create_conversation, get_ok, http_client, list_resources, mix};
+use crate::requests::{RandomShows, create_conversation, http_client, list_resources};
 
 /// A request slower than this is a stall.
 pub const SLOW: Duration = Duration::from_secs(2);
@@ -187,21 +187,8 @@ async fn get_overload(
     );
     let agent = AgentProcess::start(spec, http).await?;
     let (start, sampler) = (ProcSample::of(agent.pid), Sampler::start(agent.pid));
-    let urls: Arc<Vec<String>> = Arc::new(
-        ids.iter()
-            .map(|id| format!("{}/conversations/{id}", agent.url))
-            .collect(),
-    );
-    let show = {
-        let http = http.clone();
-        move |client: usize, iteration: usize| {
-            let (http, urls) = (http.clone(), urls.clone());
-            async move {
-                let pick = mix((client as u64) << 32 | iteration as u64) as usize % urls.len();
-                get_ok(&http, &urls[pick], b"{\"conversation\":").await
-            }
-        }
-    };
+    let shows = RandomShows::new(http, &agent.url, ids);
+    let show = move |client: usize, iteration: usize| shows.get(client, iteration);
     let phase = measure(s, work, "req", show).await?;
     settle(s, agent, work, phase, start, sampler).await
 }

@@ -207,3 +207,39 @@ pub fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
 }
+
+/// `GET /conversations/{id}` on stored conversations, a well-spread pick
+/// per (client, iteration): the read both the GET phase and the overload
+/// phase load the agent with.
+#[derive(Clone)]
+pub struct RandomShows {
+    http: reqwest::Client,
+    urls: std::sync::Arc<Vec<String>>,
+}
+
+impl RandomShows {
+    /// Reads of `ids` on the agent at `base`.
+    pub fn new(http: &reqwest::Client, base: &str, ids: &[uuid::Uuid]) -> RandomShows {
+        let urls = ids
+            .iter()
+            .map(|id| format!("{base}/conversations/{id}"))
+            .collect();
+        RandomShows {
+            http: http.clone(),
+            urls: std::sync::Arc::new(urls),
+        }
+    }
+
+    /// The read of `client`'s `iteration`-th request.
+    pub fn get(
+        &self,
+        client: usize,
+        iteration: usize,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + use<> {
+        let (http, urls) = (self.http.clone(), self.urls.clone());
+        async move {
+            let pick = mix((client as u64) << 32 | iteration as u64) as usize % urls.len();
+            get_ok(&http, &urls[pick], b"{\"conversation\":").await
+        }
+    }
+}
