@@ -35,18 +35,23 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+# Both tools build in one shared directory (their common dependencies
+# compile once), removed when both are installed.
+TOOLS_BUILD_DIR=$(pwd)/target/tool-installs
+
 wait_for_install trunk
 if [ "$(trunk --version 2>/dev/null || true)" != "trunk $TRUNK_VERSION" ]; then
   say "installing trunk $TRUNK_VERSION (takes a while)"
-  cargo install trunk --version "$TRUNK_VERSION" --locked
+  cargo install trunk --version "$TRUNK_VERSION" --locked --target-dir "$TOOLS_BUILD_DIR"
 fi
 
 wait_for_install wasm-bindgen-cli
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
   say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (takes a while)"
   # No --locked: one of its locked dependencies is not on the registry.
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force --target-dir "$TOOLS_BUILD_DIR"
 fi
+rm -rf "$TOOLS_BUILD_DIR"
 
 if ! command -v wasm-opt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   say "installing wasm-opt (Debian binaryen)"
