@@ -239,7 +239,8 @@ start agent-c "$BIN/agent" --config "$CONFIGS/agent-c.yaml" --host "$HOST" --por
 healthy agent-b "$(local_url "$AGENT_B_PORT")/health"
 healthy agent-c "$(local_url "$AGENT_C_PORT")/health"
 
-start agent-a "$BIN/agent" --config "$CONFIGS/agent-a.yaml" --host "$HOST" --port "$AGENT_A_PORT"
+start agent-a "$BIN/agent" --config "$CONFIGS/agent-a.yaml" --host "$HOST" --port "$AGENT_A_PORT" \
+  --web-chat-url "$(local_url "$WEB_PORT")/"
 healthy agent-a "$(local_url "$AGENT_A_PORT")/health"
 
 start web "$BIN/web" --config "$CONFIGS/web.yaml" --host "$HOST" --port "$WEB_PORT" \

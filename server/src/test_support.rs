@@ -72,6 +72,7 @@ pub fn app_of(engine: Engine) -> Router {
             description: "A test agent.".into(),
             public_url: "http://agent.test".into(),
             version: "0.0.1".into(),
+            web_chat_url: None,
             security: Default::default(),
         }),
         shutdown: never_shutdown(),

@@ -145,10 +145,18 @@ fn render_index(agent: &AgentInfo) -> String {
     } else {
         agent.description.trim()
     };
+    let web_chat = match &agent.web_chat_url {
+        Some(url) => format!(
+            "<li><a href=\"{0}\">{0}</a><span>the web chat, with Approve and Reject buttons</span></li>",
+            escape_html(url)
+        ),
+        None => String::new(),
+    };
     include_str!("assets/index.html")
         .replace("{{name}}", &escape_html(&agent.name))
         .replace("{{description}}", &escape_html(description))
         .replace("{{version}}", &escape_html(&agent.version))
+        .replace("{{web_chat}}", &web_chat)
 }
 
 /// Text for HTML element content and attribute values.
@@ -165,4 +173,70 @@ fn escape_html(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(web_chat_url: Option<&str>) -> AgentInfo {
+        AgentInfo {
+            name: "<b>bot</b>".into(),
+            description: String::new(),
+            public_url: "http://agent.test".into(),
+            version: "1.0.0".into(),
+            web_chat_url: web_chat_url.map(String::from),
+            security: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_index_links_to_the_web_chat_when_one_is_configured() {
+        let page = render_index(&agent(Some("http://127.0.0.1:3000/?a=1&b=\"x\"")));
+        assert!(
+            page.contains(r#"<a href="http://127.0.0.1:3000/?a=1&amp;b=&quot;x&quot;">"#),
+            "{page}"
+        );
+        assert!(page.contains("the web chat"), "{page}");
+        assert!(page.contains("&lt;b&gt;bot&lt;/b&gt;"), "{page}");
+    }
+
+    /// Every `ApiError::new(status, "code", …)` in the API's sources is a
+    /// row of the error table on `/docs` (assets/api.md).
+    #[test]
+    fn the_error_table_names_every_error_code() {
+        let table = include_str!("assets/api.md");
+        let sources = [
+            include_str!("error.rs"),
+            include_str!("auth.rs"),
+            include_str!("mod.rs"),
+            include_str!("guard.rs"),
+            include_str!("conversations.rs"),
+            include_str!("approvals.rs"),
+            include_str!("events.rs"),
+            include_str!("inbox.rs"),
+        ];
+        let mut codes = Vec::new();
+        for source in sources {
+            for (at, _) in source.match_indices("ApiError::new(") {
+                let call = &source[at..source.len().min(at + 200)];
+                let code = call.split('"').nth(1).unwrap_or_default();
+                codes.push(code.to_string());
+            }
+        }
+        assert!(codes.len() >= 15, "found only {codes:?}");
+        for code in codes {
+            assert!(
+                table.contains(&format!("`{code}`")),
+                "the error table in assets/api.md lacks `{code}`"
+            );
+        }
+    }
+
+    #[test]
+    fn the_index_has_no_web_chat_link_without_one() {
+        let page = render_index(&agent(None));
+        assert!(!page.contains("web chat"), "{page}");
+        assert!(!page.contains("{{"), "a placeholder was left: {page}");
+    }
 }

@@ -76,6 +76,9 @@ pub struct AgentInfo {
     pub public_url: String,
     /// Version of this build.
     pub version: String,
+    /// The web chat in front of this agent (`web_chat_url`), linked from
+    /// the index page.
+    pub web_chat_url: Option<String>,
     /// What callers must present (declared on the agent card).
     pub security: CardSecurity,
 }

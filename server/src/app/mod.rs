@@ -132,6 +132,7 @@ impl App {
                 description: self.config.description.clone(),
                 public_url: self.config.public_base_url(bound_port),
                 version: env!("CARGO_PKG_VERSION").to_string(),
+                web_chat_url: self.config.web_chat_url.clone(),
                 security: CardSecurity {
                     oidc_issuer: self.config.auth.oidc.as_ref().map(|o| o.issuer.clone()),
                     api_keys: !self.config.auth.api_keys.is_empty(),

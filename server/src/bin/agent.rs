@@ -12,7 +12,7 @@ use clap::Parser;
 /// Agent Stop and Go: an agent server that stops before destructive actions
 /// until a human approves them.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(name = "agent", version, about)]
 struct Args {
     /// The agent configuration file.
     #[arg(
@@ -34,6 +34,9 @@ struct Args {
     /// Overrides `data_dir` from the configuration.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Overrides `web_chat_url` (the web chat the index page links to).
+    #[arg(long)]
+    web_chat_url: Option<String>,
 }
 
 /// What to do instead of serving.
@@ -42,6 +45,11 @@ enum Command {
     /// Creates or migrates the PostgreSQL store's schema (`store.url` or
     /// `DATABASE_URL`), then exits. The agent also does it at startup.
     Migrate,
+    /// Reads and validates the configuration (every field, `${VAR}`
+    /// expansion in model names), prints what it configures, then exits:
+    /// 0 when it would start, 2 with the problem otherwise. Nothing is
+    /// started or connected.
+    Check,
 }
 
 /// jemalloc gives memory freed after a burst back to the system (its
@@ -68,6 +76,7 @@ fn main() -> ExitCode {
     exit_code(runtime.block_on(async {
         match args.command {
             Some(Command::Migrate) => migrate(&args.config).await,
+            Some(Command::Check) => check(&args.config),
             None => run(args).await,
         }
     }))
@@ -91,6 +100,26 @@ async fn migrate(config: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+/// `agent check`: the configuration alone.
+fn check(path: &std::path::Path) -> Result<(), String> {
+    let config = AgentConfig::load(path).map_err(|e| e.to_string())?;
+    let store = match config.store.url.as_deref() {
+        Some(_) => "PostgreSQL (store.url)",
+        None => "JSON files in data_dir",
+    };
+    println!(
+        "{}: valid. Agent {:?} on {}:{}, model {}, {} MCP server(s), {} sub-agent(s), store: {store}",
+        path.display(),
+        config.name,
+        config.host,
+        config.port,
+        config.llm.model,
+        config.mcp_servers.len(),
+        config.a2a.len(),
+    );
+    Ok(())
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let mut config = AgentConfig::load(&args.config).map_err(|e| e.to_string())?;
     if let Some(host) = args.host {
@@ -101,6 +130,9 @@ async fn run(args: Args) -> Result<(), String> {
     }
     if let Some(data_dir) = args.data_dir {
         config.data_dir = data_dir;
+    }
+    if let Some(url) = args.web_chat_url {
+        config.set_web_chat_url(url).map_err(|e| e.to_string())?;
     }
     let config_dir = args
         .config

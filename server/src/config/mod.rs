@@ -55,6 +55,10 @@ pub struct AgentConfig {
     /// How peers reach this agent; defaults to `http://{host}:{port}`.
     #[serde(default)]
     pub public_url: Option<String>,
+    /// The web chat in front of this agent, if any (an http(s) URL): the
+    /// agent's index page (`GET /`) links to it.
+    #[serde(default)]
+    pub web_chat_url: Option<String>,
     /// Host names (the `Host` header, port ignored, any case) accepted
     /// besides the loopback names. On a loopback `host` other names are
     /// refused (DNS rebinding); on another address they are refused only
@@ -768,13 +772,13 @@ impl AgentConfig {
             return Err(("max_tool_steps".into(), "must be at least 1".into()));
         }
         self.limits.validate()?;
-        if let Some(url) = &self.public_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err((
-                "public_url".into(),
-                format!("must be an http(s) URL, got {url:?}"),
-            ));
+        for (field, url) in [
+            ("public_url", &self.public_url),
+            ("web_chat_url", &self.web_chat_url),
+        ] {
+            if let Some(url) = url {
+                check_http_url(field, url)?;
+            }
         }
         Ok(())
     }
@@ -904,6 +908,15 @@ impl AgentConfig {
             .unwrap_or_else(|| NodeConfig::single_llm(&self.name, &self.prompt))
     }
 
+    /// Sets `web_chat_url` (the `--web-chat-url` flag), checked as in a
+    /// config file.
+    pub fn set_web_chat_url(&mut self, url: String) -> Result<(), String> {
+        check_http_url("--web-chat-url", &url)
+            .map_err(|(field, message)| format!("{field}: {message}"))?;
+        self.web_chat_url = Some(url);
+        Ok(())
+    }
+
     /// The URL peers use to reach this agent, without a trailing slash.
     pub fn public_base_url(&self, bound_port: u16) -> String {
         match &self.public_url {
@@ -921,3 +934,12 @@ impl AgentConfig {
 
 #[cfg(test)]
 mod tests;
+
+/// An absolute `http://` or `https://` URL, with a host.
+fn check_http_url(field: &str, url: &str) -> Result<(), (String, String)> {
+    let parsed = reqwest::Url::parse(url).ok();
+    match parsed {
+        Some(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => Ok(()),
+        _ => Err((field.into(), format!("must be an http(s) URL, got {url:?}"))),
+    }
+}

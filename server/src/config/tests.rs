@@ -66,6 +66,18 @@ fn errors_name_the_file_the_field_and_the_problem() {
     assert!(err.contains("llm.temperature"), "{err}");
     let err = parse("public_url: agent:8080\n").unwrap_err();
     assert!(err.contains("public_url"), "{err}");
+    for bad in [
+        "javascript:alert(1)",
+        "/chat",
+        "http://",
+        "ftp://chat.example.com/",
+    ] {
+        let err = parse(&format!("web_chat_url: {bad:?}\n")).unwrap_err();
+        assert!(
+            err.contains("web_chat_url") && err.contains("http(s) URL"),
+            "{bad}: {err}"
+        );
+    }
     let err = parse("name: [\n").unwrap_err();
     assert!(err.starts_with("agent.yaml: "), "{err}");
 }

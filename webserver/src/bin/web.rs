@@ -10,7 +10,7 @@ use clap::Parser;
 /// Agent Stop and Go web chat: serves the chat bundle and proxies the
 /// agent's REST API under /api.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(name = "web", version, about)]
 struct Args {
     /// The web configuration file.
     #[arg(long, short, default_value = "config/web.yaml", env = "WEB_CONFIG")]

@@ -144,6 +144,7 @@ mod tests {
             description: "Manages resources.".into(),
             public_url: "http://agent.test:8080/".into(),
             version: "1.2.3".into(),
+            web_chat_url: None,
             security: CardSecurity::default(),
         }
     }
