@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Agent Stop and Go: one image with every binary — agent, mcp-resources,
 # mcp-filesystem, web — and the web chat's bundle (/app/web/dist).
 #
@@ -9,11 +8,26 @@
 #   docker run -p 127.0.0.1:8080:8080 -e GEMINI_API_KEY=... agent-stop-and-go   # config/agent.yaml on Gemini
 #
 # The command picks the binary (no ENTRYPOINT). Data lives under /app/data
-# (a volume); relative paths in the configs are relative to /app.
-# Needs BuildKit (the default builder since Docker 23) for the cache mounts
-# and the here-document below.
+# (a volume); relative paths in the configs are relative to /app. The root
+# filesystem may be read-only (`docker run --read-only`): only /app/data
+# is written.
+#
+# Two ways to fill the image (build argument ARTEFACTS):
+#   source    (default) compiles the binaries and the chat bundle in build
+#             stages from rust:1.95-bookworm (needs a registry to pull it).
+#   prebuilt  takes them from the build context laid out like an unpacked
+#             release archive (scripts/release.sh): bin/, web/dist/,
+#             config/, testdata/scripted/ and deploy/docker/. Nothing is
+#             compiled; scripts/test-docker.sh builds the image this way:
+#               docker build --build-arg ARTEFACTS=prebuilt -f Dockerfile DIR
+# Needs BuildKit (the default builder since Docker 23; DOCKER_BUILDKIT=1
+# on older engines), which builds only the stages ARTEFACTS selects. No
+# `# syntax=` line: the engine's own Dockerfile frontend is used, so an
+# offline build pulls nothing but the base images.
 
 ARG RUST_IMAGE=rust:1.95-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+ARG ARTEFACTS=source
 
 # ---- native binaries ---------------------------------------------------------
 FROM ${RUST_IMAGE} AS build
@@ -52,39 +66,41 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     bash scripts/build-web.sh \
  && test -f web/dist/index.html
 
-# ---- runtime -----------------------------------------------------------------
-FROM debian:bookworm-slim
-RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates \
- && rm -rf /var/lib/apt/lists/* \
- && useradd --system --home /app agent
+# ---- what goes into the image, laid out like a release archive ------------------
+FROM scratch AS artefacts-source
+COPY --from=build /out/ /pkg/bin/
+COPY --from=web /src/web/dist /pkg/web/dist
+COPY config /pkg/config
+COPY testdata/scripted /pkg/testdata/scripted
+COPY deploy/docker/asg-healthcheck /pkg/bin/
 
-# Health check without curl or wget: the image has bash, whose /dev/tcp
-# speaks enough HTTP for a GET of /health on the local port (the binaries
-# have no --healthcheck mode, and curl would add a dozen libraries).
-# `asg-healthcheck [URL]` (default $HEALTHCHECK_URL) exits 0 on a 2xx.
-COPY --chmod=755 <<'EOF' /usr/local/bin/asg-healthcheck
-#!/bin/bash
-# asg-healthcheck [http://HOST:PORT/PATH]: 0 when a GET answers 2xx.
-url=${1:-${HEALTHCHECK_URL:-http://127.0.0.1:8080/health}}
-rest=${url#http://}
-hostport=${rest%%/*}
-path=${rest#"$hostport"}
-path=${path:-/}
-host=${hostport%:*}
-port=${hostport##*:}
-[ "$host" = "$hostport" ] && port=80
-exec 3<>"/dev/tcp/$host/$port" || exit 1
-printf 'GET %s HTTP/1.1\r\nHost: localhost:%s\r\nConnection: close\r\n\r\n' "$path" "$port" >&3
-IFS=' ' read -r -t 5 _ status _ <&3 || exit 1
-[[ $status == 2?? ]]
-EOF
+FROM scratch AS artefacts-prebuilt
+COPY bin/ /pkg/bin/
+COPY web/dist /pkg/web/dist
+COPY config /pkg/config
+COPY testdata/scripted /pkg/testdata/scripted
+COPY deploy/docker/asg-healthcheck /pkg/bin/
+
+FROM artefacts-${ARTEFACTS} AS artefacts
+
+# ---- runtime -----------------------------------------------------------------
+FROM ${RUNTIME_IMAGE}
+# ca-certificates for HTTPS to model providers; installed only when the
+# base lacks it (the offline test's base image has it already).
+RUN if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
+      apt-get update \
+      && apt-get install -y --no-install-recommends ca-certificates \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi \
+ && useradd --system --home /app --shell /usr/sbin/nologin agent
 
 WORKDIR /app
-COPY --from=build /out/ /usr/local/bin/
-COPY --from=web /src/web/dist ./web/dist
-COPY config ./config
-COPY testdata/scripted ./testdata/scripted
+# The binaries and asg-healthcheck [URL] (deploy/docker/asg-healthcheck:
+# exits 0 when a GET answers 2xx; bash /dev/tcp, so no curl in the image).
+COPY --from=artefacts /pkg/bin/ /usr/local/bin/
+COPY --from=artefacts /pkg/web/dist ./web/dist
+COPY --from=artefacts /pkg/config ./config
+COPY --from=artefacts /pkg/testdata/scripted ./testdata/scripted
 RUN mkdir -p /app/data/workspace && chown -R agent /app/data
 USER agent
 ENV RUST_LOG=info \

@@ -23,7 +23,10 @@
 #
 # Environment: RELEASE_TARGETS (see above), RELEASE_OUT (default dist),
 # RELEASE_INSTALL (default 1), RELEASE_STRICT=1 (a skipped target fails
-# the run), RELEASE_BUNDLE=0 (no chat bundle in the archives).
+# the run), RELEASE_BUNDLE=0 (no chat bundle in the archives),
+# RELEASE_BIN_DIR=DIR (package the binaries already in DIR, e.g.
+# target/debug after the tests, instead of building release ones; this
+# machine's target only: scripts/test-docker.sh uses it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -91,6 +94,15 @@ ensure_linux_cross() {
 # with scripts/demo.sh and scripts/bench.sh.
 build() {
   local target=$1 var
+  if [ -n "${RELEASE_BIN_DIR:-}" ]; then
+    [ "$target" = "$HOST_TARGET" ] || { echo "    RELEASE_BIN_DIR holds $HOST_TARGET binaries, not $target" >&2; return 1; }
+    for var in "${BINARIES[@]}"; do
+      [ -x "$RELEASE_BIN_DIR/$var" ] || { echo "    $RELEASE_BIN_DIR/$var is missing" >&2; return 1; }
+    done
+    echo "    packaging the binaries in $RELEASE_BIN_DIR as they are" >&2
+    (cd "$RELEASE_BIN_DIR" && pwd)
+    return
+  fi
   if [ "$target" = "$HOST_TARGET" ]; then
     cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins >&2 || return 1
     echo "$TARGET_DIR/release"

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs all of them: format, lints, unit,
 # router, black-box scenario tests, the A2A SDK interop test, the web
-# chat's wasm build and its browser tests. This is the README's test
+# chat's wasm build and its browser tests, and the packaging (release
+# archive, Kubernetes manifests, Docker image and compose stack:
+# scripts/test-docker.sh). This is the README's test
 # command and what CI runs (.ci/run). Every set-up step is skipped when
 # its tool is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# One clean build per run needs no incremental state (gigabytes in target/).
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -98,3 +103,7 @@ cargo test -p asg-web --lib
 
 step "browser tests (headless Chromium against the real binaries)"
 cargo test -p asg-end2end -- --test-threads=2
+
+step "packaging: release archive, Kubernetes manifests, Docker image and compose stack (scripts/test-docker.sh)"
+# Skipped with a message where Docker cannot run; ASG_DOCKER=0 skips it.
+bash scripts/test-docker.sh
