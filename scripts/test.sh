@@ -30,8 +30,9 @@ apt_install() {
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
 }
 
-step "system packages for the browser tests (Debian chromium, chromium-driver, binaryen)"
+step "system packages for the browser and metrics tests (Debian chromium, chromium-driver, binaryen, prometheus)"
 missing=()
+[ -x /usr/bin/prometheus ] || missing+=(prometheus)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 command -v wasm-opt >/dev/null 2>&1 || missing+=(binaryen)

@@ -29,6 +29,11 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
+    // The route template, never the raw path, labels the metrics.
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     let sid = session_from_headers(request.headers()).unwrap_or_else(new_session_id);
     request.extensions_mut().insert(SessionId(sid.clone()));
     let mut response = next.run(request).await;
@@ -38,8 +43,10 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
     if let Ok(value) = HeaderValue::from_str(&sid) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let took = started.elapsed();
+    let latency_ms = took.as_secs_f64() * 1000.0;
     let status = response.status().as_u16();
+    crate::metrics::metrics().http_request(method.as_str(), &route, status, took);
     tracing::info!(
         target: "http",
         %method,

@@ -97,6 +97,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(docs::index_page))
         .route("/health", get(system::health))
+        .route("/metrics", get(system::metrics))
         .route("/tools", get(system::tools_index))
         .route("/me", get(system::me))
         .route("/docs", get(docs::docs_page))

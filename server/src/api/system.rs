@@ -4,7 +4,8 @@
 use asg_shared::rest::{Health, HealthDetails, ToolInfo, ToolList};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use crate::engine::Engine;
@@ -114,5 +115,21 @@ fn server_health(server: &crate::mcp::ServerHealth) -> asg_shared::rest::McpServ
         transport: if server.http { "http" } else { "stdio" }.to_string(),
         status: server.label().to_string(),
         tools: server.tools(),
+    }
+}
+
+/// `GET /metrics`: the Prometheus metrics (OpenMetrics text), behind the
+/// same authentication as the rest of the API. The pending approvals are
+/// read from the store at each scrape (so they are right after a
+/// restart, and on every replica of a shared store).
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let metrics = crate::metrics::metrics();
+    match state.engine.pending_by_tool().await {
+        Ok(by_tool) => metrics.set_pending(&by_tool),
+        Err(error) => tracing::warn!(%error, "metrics: cannot count the pending approvals"),
+    }
+    match metrics.encode() {
+        Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }

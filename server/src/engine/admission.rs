@@ -45,6 +45,12 @@ impl Admission {
     /// when one is free, after the turns queued before it otherwise, or
     /// [`EngineError::Overloaded`] when the queue is full.
     pub(crate) async fn admit(&self) -> Result<OwnedSemaphorePermit, EngineError> {
+        let permit = self.wait_for_place().await?;
+        crate::metrics::metrics().turn_started();
+        Ok(permit)
+    }
+
+    async fn wait_for_place(&self) -> Result<OwnedSemaphorePermit, EngineError> {
         if let Ok(permit) = self.running.clone().try_acquire_owned() {
             return Ok(permit);
         }

@@ -54,7 +54,18 @@ pub async fn execute(
     name: &str,
     arguments: Map<String, Value>,
 ) -> CallOutcome {
-    capped(inner, run_call(inner, ctx, name, arguments).await)
+    let started = std::time::Instant::now();
+    let outcome = capped(inner, run_call(inner, ctx, name, arguments).await);
+    // Only names this agent offers label the metric (a model may ask
+    // for any name).
+    let known = inner.tool_kind(name).is_some();
+    let is_error = matches!(outcome, CallOutcome::Done { is_error: true, .. });
+    crate::metrics::metrics().tool_call(
+        if known { name } else { "unknown" },
+        is_error,
+        started.elapsed(),
+    );
+    outcome
 }
 
 /// Cuts a long result at `limits.max_tool_result_bytes`, saying so.

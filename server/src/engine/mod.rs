@@ -628,6 +628,32 @@ impl Engine {
 
     /// One page of the pending approvals `query` lists, oldest first, and
     /// the key of the next page (only the page's conversations are read).
+    /// How many approvals wait for a decision, by tool name (every
+    /// page of the store's pending list; proxy approvals count under the
+    /// sub-agent's tool).
+    pub async fn pending_by_tool(&self) -> Result<Vec<(String, i64)>, EngineError> {
+        let mut counts = std::collections::BTreeMap::<String, i64>::new();
+        let mut after = None;
+        loop {
+            let query = PendingQuery {
+                requested_by: None,
+                proxies: false,
+                state: Some(asg_shared::ApprovalState::Pending),
+                after,
+                limit: 500,
+            };
+            let page =
+                store_call::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;
+            for pending in &page.approvals {
+                *counts.entry(pending.tool_name.clone()).or_default() += 1;
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(counts.into_iter().collect()),
+            }
+        }
+    }
+
     pub async fn pending_page(&self, query: PendingQuery) -> Result<PendingPage, EngineError> {
         let mut page =
             store_call::stored(&self.inner.store, move |s| s.pending_page(&query)).await?;

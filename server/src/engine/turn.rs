@@ -285,6 +285,7 @@ impl<'a> Turn<'a> {
     /// the config fingerprint (the store finds it by uuid once saved).
     fn stamp(&self, mut pending: PendingApproval) -> PendingApproval {
         tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
+        crate::metrics::metrics().approval_requested(&pending.tool_name);
         if pending.requested_by.is_none() {
             pending.requested_by = self.requester.clone();
         }

@@ -124,6 +124,7 @@ impl Turn<'_> {
     /// committed) before anything it allows runs.
     async fn audit(&self, entry: &AuditEntry) -> Result<(), EngineError> {
         tracing::info!(approval = %entry.pending.uuid, decision = entry.decision, by = %entry.by.subject, "approval decided");
+        count_decision(entry);
         let Some(audit) = &self.inner.audit else {
             return Ok(());
         };
@@ -148,4 +149,21 @@ impl Turn<'_> {
             tracing::error!(%error, "cannot write an outcome to the audit log");
         }
     }
+}
+
+/// The decision in the metrics: its outcome (an edit counts as `edited`),
+/// the channel it came through, and how long the approval waited.
+fn count_decision(entry: &AuditEntry) {
+    let outcome = if entry.by.subject == asg_core::lifecycle::EXPIRY_SUBJECT {
+        "expired"
+    } else if entry.edited.is_some() {
+        "edited"
+    } else {
+        entry.decision
+    };
+    let channel = entry.by.via.as_deref().unwrap_or("system");
+    let waited = (chrono::Utc::now() - entry.pending.created_at)
+        .to_std()
+        .unwrap_or_default();
+    crate::metrics::metrics().approval_decided(outcome, channel, waited);
 }

@@ -1,0 +1,289 @@
+//! `GET /metrics` on the real agent: what an approval does to the
+//! counters, the gauge and the histograms, labels that never carry an id,
+//! the same auth as the API, and a real Prometheus (Debian's package,
+//! installed by scripts/test.sh) scraping it and answering queries.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use asg_tests::{Agent, AgentOptions, approval_uuid, config_with, conversation_id, testdata};
+use serde_json::{Value, json};
+
+async fn scrape(agent: &Agent) -> String {
+    let response = agent
+        .http
+        .get(format!("{}/metrics", agent.url))
+        .send()
+        .await
+        .expect("GET /metrics");
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        content_type.starts_with("application/openmetrics-text"),
+        "{content_type}"
+    );
+    response.text().await.expect("body")
+}
+
+/// The value of the sample `name{labels}` (labels as written, in order).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.split(' ').next()?.parse().ok())
+}
+
+#[tokio::test]
+async fn an_approval_moves_the_counters_gauge_and_histograms() {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let before = scrape(&agent).await;
+    assert!(
+        sample(&before, "process_resident_memory_bytes").is_some_and(|v| v > 0.0),
+        "{before}"
+    );
+    assert!(
+        before.contains("# TYPE asg_http_requests counter"),
+        "{before}"
+    );
+    assert!(
+        before.ends_with("# EOF\n"),
+        "OpenMetrics ends with # EOF:\n{before}"
+    );
+
+    let (status, answer) = agent
+        .post(
+            "/conversations",
+            json!({"message": "add resource m-1 with value 1"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let uuid = approval_uuid(&answer);
+    let id = conversation_id(&answer);
+    let waiting = scrape(&agent).await;
+    let pending = r#"asg_approvals_pending{tool="resources_add"}"#;
+    assert_eq!(sample(&waiting, pending), Some(1.0), "{waiting}");
+    assert_eq!(
+        sample(
+            &waiting,
+            r#"asg_approvals_requested_total{tool="resources_add"}"#
+        ),
+        Some(1.0),
+        "{waiting}"
+    );
+
+    let (status, decided) = agent
+        .post(&format!("/approvals/{uuid}"), json!({"approved": true}))
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    let after = scrape(&agent).await;
+    assert_eq!(
+        sample(&after, pending),
+        None,
+        "nothing waits any more:\n{after}"
+    );
+    assert_eq!(
+        sample(
+            &after,
+            r#"asg_approvals_decided_total{outcome="approved",channel="rest"}"#
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    assert_eq!(
+        sample(&after, "asg_approval_wait_seconds_count"),
+        Some(1.0),
+        "{after}"
+    );
+    assert_eq!(
+        sample(
+            &after,
+            r#"asg_tool_call_duration_seconds_count{tool="resources_add",result="ok"}"#
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    assert!(
+        sample(&after, "asg_turns_total").is_some_and(|v| v >= 2.0),
+        "{after}"
+    );
+    assert_eq!(
+        sample(
+            &after,
+            r#"asg_http_requests_total{method="POST",route="/approvals/{uuid}",status="2xx"}"#
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    for id in [&uuid, &id] {
+        assert!(
+            !after.contains(id.as_str()),
+            "an id is in a label:\n{after}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn metrics_need_the_same_credential_as_the_api() {
+    let (_dir, config) = config_with(
+        "agent-resources.yaml",
+        "auth:\n  api_keys:\n    - { name: ops, key_env: OPS_KEY }\n",
+    );
+    let key = "metrics-test-key-0123456789abcdef";
+    let agent = Agent::start(&config, AgentOptions::with_env(&[("OPS_KEY", key)])).await;
+    let anonymous = agent
+        .http
+        .get(format!("{}/metrics", agent.url))
+        .send()
+        .await
+        .expect("GET /metrics");
+    assert_eq!(anonymous.status(), 401);
+    let signed = agent
+        .http
+        .get(format!("{}/metrics", agent.url))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("GET /metrics");
+    assert_eq!(signed.status(), 200);
+    let text = signed.text().await.unwrap();
+    assert!(text.contains("asg_http_requests_total"), "{text}");
+    assert!(!text.contains(key), "the key is in the metrics");
+}
+
+/// A Prometheus server scraping `target` every second, on a free port.
+struct Prometheus {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(target: &str) -> Prometheus {
+        let binary = Path::new("/usr/bin/prometheus");
+        assert!(
+            binary.is_file(),
+            "Prometheus is missing: apt-get install -y prometheus (scripts/test.sh does it)"
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
+                 scrape_configs:\n  - job_name: agent\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .expect("write prometheus.yml");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus");
+        Prometheus {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+
+    /// The instant vector of `query`, once it has `want` series (60 s).
+    async fn wait_for(&self, query: &str, want: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let client = reqwest::Client::new();
+        let mut last = Value::Null;
+        while Instant::now() < deadline {
+            let url = reqwest::Url::parse_with_params(
+                &format!("{}/api/v1/query", self.url),
+                [("query", query)],
+            )
+            .expect("query URL");
+            if let Ok(response) = client.get(url).send().await
+                && let Ok(body) = response.json::<Value>().await
+            {
+                if let Some(result) = body["data"]["result"].as_array()
+                    && want(result)
+                {
+                    return result.to_vec();
+                }
+                last = body;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        panic!("Prometheus never answered {query} as expected; last: {last}");
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn value(series: &Value) -> f64 {
+    series["value"][1]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+#[tokio::test]
+async fn prometheus_scrapes_the_approval_metrics() {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let target = agent.url.trim_start_matches("http://").to_string();
+    let prometheus = Prometheus::start(&target);
+    prometheus
+        .wait_for("up{job=\"agent\"}", |r| {
+            r.first().is_some_and(|s| value(s) == 1.0)
+        })
+        .await;
+
+    let (_, answer) = agent
+        .post(
+            "/conversations",
+            json!({"message": "add resource p-1 with value 2"}),
+        )
+        .await;
+    let uuid = approval_uuid(&answer);
+    let pending = prometheus
+        .wait_for("asg_approvals_pending", |r| {
+            r.iter().any(|s| value(s) == 1.0)
+        })
+        .await;
+    assert_eq!(pending[0]["metric"]["tool"], "resources_add", "{pending:?}");
+
+    agent
+        .post(&format!("/approvals/{uuid}"), json!({"approved": true}))
+        .await;
+    let decided = prometheus
+        .wait_for("asg_approvals_decided_total", |r| {
+            r.iter().any(|s| value(s) == 1.0)
+        })
+        .await;
+    assert_eq!(decided[0]["metric"]["outcome"], "approved", "{decided:?}");
+    assert_eq!(decided[0]["metric"]["channel"], "rest", "{decided:?}");
+    let waits = prometheus
+        .wait_for("asg_approval_wait_seconds_count", |r| {
+            r.iter().any(|s| value(s) == 1.0)
+        })
+        .await;
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    prometheus
+        .wait_for("sum(asg_approvals_pending)", |r| {
+            r.is_empty() || r.iter().all(|s| value(s) == 0.0)
+        })
+        .await;
+}
