@@ -58,6 +58,15 @@ pub struct ToolCallLabels {
     pub result: &'static str,
 }
 
+/// A model call.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModelLabels {
+    /// Provider and model, as configured (never a key).
+    pub model: String,
+    /// `ok` or `error`.
+    pub result: &'static str,
+}
+
 /// A decision.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DecisionLabels {
@@ -79,6 +88,7 @@ pub struct Metrics {
     approvals_pending: Family<ToolLabels, Gauge>,
     turns: Counter,
     tool_calls: Family<ToolCallLabels, Histogram>,
+    model_calls: Family<ModelLabels, Histogram>,
 }
 
 fn latency_buckets() -> Histogram {
@@ -103,6 +113,7 @@ impl Metrics {
             approvals_pending: Family::default(),
             turns: Counter::default(),
             tool_calls: Family::new_with_constructor(latency_buckets as fn() -> Histogram),
+            model_calls: Family::new_with_constructor(latency_buckets as fn() -> Histogram),
             registry: Registry::default(),
         };
         registry.register(
@@ -140,6 +151,11 @@ impl Metrics {
             "asg_tool_call_duration_seconds",
             "Tool calls (MCP tools and sub-agents) by tool and result",
             metrics.tool_calls.clone(),
+        );
+        registry.register(
+            "asg_model_call_duration_seconds",
+            "Model calls by model and result",
+            metrics.model_calls.clone(),
         );
         registry.register_collector(Box::new(ProcessCollector));
         Metrics {
@@ -213,6 +229,16 @@ impl Metrics {
             .get_or_create(&ToolCallLabels {
                 tool: tool.into(),
                 result: if is_error { "error" } else { "ok" },
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// A model call that took `took`.
+    pub fn model_call(&self, model: &str, ok: bool, took: Duration) {
+        self.model_calls
+            .get_or_create(&ModelLabels {
+                model: model.into(),
+                result: if ok { "ok" } else { "error" },
             })
             .observe(took.as_secs_f64());
     }

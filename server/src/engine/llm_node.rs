@@ -120,7 +120,14 @@ pub async fn run(
         rec,
     };
     for _ in 0..inner.max_tool_steps {
-        let response = match run.step.node.llm.generate(&run.request(&tools)).await {
+        let started = std::time::Instant::now();
+        let answer = run.step.node.llm.generate(&run.request(&tools)).await;
+        crate::metrics::metrics().model_call(
+            &run.step.node.llm.describe(),
+            answer.is_ok(),
+            started.elapsed(),
+        );
+        let response = match answer {
             Ok(response) => response,
             Err(error) => return run.model_failed(error).await,
         };
