@@ -67,6 +67,17 @@ pub struct ModelLabels {
     pub result: &'static str,
 }
 
+/// An A2A JSON-RPC request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct A2aLabels {
+    /// A method this server knows, `unknown` or `invalid` (no envelope).
+    pub method: &'static str,
+    /// The protocol version served (`0.3`).
+    pub version: &'static str,
+    /// `ok`, `error` (a JSON-RPC error) or `stream`.
+    pub result: &'static str,
+}
+
 /// A decision.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DecisionLabels {
@@ -89,6 +100,7 @@ pub struct Metrics {
     turns: Counter,
     tool_calls: Family<ToolCallLabels, Histogram>,
     model_calls: Family<ModelLabels, Histogram>,
+    a2a_requests: Family<A2aLabels, Counter>,
 }
 
 fn latency_buckets() -> Histogram {
@@ -114,6 +126,7 @@ impl Metrics {
             turns: Counter::default(),
             tool_calls: Family::new_with_constructor(latency_buckets as fn() -> Histogram),
             model_calls: Family::new_with_constructor(latency_buckets as fn() -> Histogram),
+            a2a_requests: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -156,6 +169,11 @@ impl Metrics {
             "asg_model_call_duration_seconds",
             "Model calls by model and result",
             metrics.model_calls.clone(),
+        );
+        registry.register(
+            "asg_a2a_requests",
+            "A2A JSON-RPC requests by method, protocol version and result",
+            metrics.a2a_requests.clone(),
         );
         registry.register_collector(Box::new(ProcessCollector));
         Metrics {
@@ -231,6 +249,17 @@ impl Metrics {
                 result: if is_error { "error" } else { "ok" },
             })
             .observe(took.as_secs_f64());
+    }
+
+    /// An A2A request answered.
+    pub fn a2a_request(&self, method: &'static str, version: &'static str, result: &'static str) {
+        self.a2a_requests
+            .get_or_create(&A2aLabels {
+                method,
+                version,
+                result,
+            })
+            .inc();
     }
 
     /// A model call that took `took`.

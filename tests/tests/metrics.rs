@@ -125,6 +125,46 @@ async fn an_approval_moves_the_counters_gauge_and_histograms() {
     }
 }
 
+/// A2A requests by method and result; a method or path a caller makes up
+/// never becomes a label.
+#[tokio::test]
+async fn a2a_requests_are_counted_by_known_method_only() {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+        "kind": "message", "messageId": "m1", "role": "user",
+        "parts": [{"kind": "text", "text": "list resources"}]}}});
+    let invented = "tasks/steal-0d2c7d1e";
+    for body in [
+        send,
+        json!({"jsonrpc": "2.0", "id": 2, "method": invented, "params": {}}),
+    ] {
+        let (status, answer) = agent.post("/a2a", body).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (status, _) = agent.get("/made-up-path-7f3a").await;
+    assert_eq!(status, 404);
+    let text = scrape(&agent).await;
+    for (series, want) in [
+        (
+            r#"asg_a2a_requests_total{method="message/send",version="0.3",result="ok"}"#,
+            1.0,
+        ),
+        (
+            r#"asg_a2a_requests_total{method="unknown",version="0.3",result="error"}"#,
+            1.0,
+        ),
+        (
+            r#"asg_http_requests_total{method="GET",route="unmatched",status="4xx"}"#,
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
+    }
+    for made_up in [invented, "made-up-path"] {
+        assert!(!text.contains(made_up), "{made_up} became a label:\n{text}");
+    }
+}
+
 #[tokio::test]
 async fn metrics_need_the_same_credential_as_the_api() {
     let (_dir, config) = config_with(

@@ -81,13 +81,69 @@ async fn rpc(
 ) -> Response {
     let (id, method, params) = match parse_envelope(&body) {
         Ok(request) => request,
-        Err((id, error)) => return json_response(error_response(id, error), None),
+        Err((id, error)) => {
+            let response = json_response(error_response(id, error), None);
+            return counted("invalid", response);
+        }
     };
+    let label = method_label(&method);
+    let response = dispatch(state, push, ctx, &headers, id, method, params).await;
+    counted(label, response)
+}
+
+/// The methods this server answers; anything else counts as `unknown`
+/// (a caller chooses the method name: it never becomes a label).
+const METHODS: [&str; 9] = [
+    "message/send",
+    "message/stream",
+    "tasks/resubscribe",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/pushNotificationConfig/set",
+    "tasks/pushNotificationConfig/get",
+    "tasks/pushNotificationConfig/list",
+    "tasks/pushNotificationConfig/delete",
+];
+
+fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|known| **known == method)
+        .copied()
+        .unwrap_or("unknown")
+}
+
+/// Whether a JSON-RPC answer was an error (streams carry none).
+#[derive(Clone, Copy)]
+struct RpcOutcome {
+    error: bool,
+}
+
+/// Counts the request in the metrics by method and result.
+fn counted(method: &'static str, response: Response) -> Response {
+    let result = match response.extensions().get::<RpcOutcome>() {
+        Some(RpcOutcome { error: true }) => "error",
+        Some(RpcOutcome { error: false }) => "ok",
+        None => "stream",
+    };
+    crate::metrics::metrics().a2a_request(method, "0.3", result);
+    response
+}
+
+async fn dispatch(
+    state: AppState,
+    push: Option<Extension<crate::notify::a2a_push::PushService>>,
+    ctx: RequestContext,
+    headers: &HeaderMap,
+    id: Value,
+    method: String,
+    params: Option<Value>,
+) -> Response {
     let ctx = RequestContext { via: "a2a", ..ctx };
     let call = Call {
         state,
         ctx,
-        has_session: session_from_headers(&headers).is_some(),
+        has_session: session_from_headers(headers).is_some(),
         id: id.clone(),
         push: push.map(|Extension(push)| push),
     };
@@ -528,7 +584,11 @@ pub(crate) fn tag(conversation: &Conversation) -> ConversationTag {
 }
 
 fn json_response(body: JsonRpcResponse, tag: Option<ConversationTag>) -> Response {
+    let outcome = RpcOutcome {
+        error: body.error.is_some(),
+    };
     let mut response = Json(body).into_response();
+    response.extensions_mut().insert(outcome);
     if let Some(tag) = tag {
         response.extensions_mut().insert(tag);
     }
