@@ -17,6 +17,16 @@ async fn script(browser: &Browser, source: &str) -> Value {
         .unwrap_or_else(|e| panic!("script failed: {e}\n{source}"))
 }
 
+/// An agent on the offline model and a browser showing its `/docs`, the
+/// endpoints listed.
+async fn open_docs() -> (Agent, Browser) {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let browser = Browser::start().await;
+    browser.goto(&format!("{}/docs", agent.url)).await;
+    browser.wait_for("details").await;
+    (agent, browser)
+}
+
 /// The first value under `key`, anywhere in `value`.
 fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     match value {
@@ -30,10 +40,7 @@ fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
 
 #[tokio::test]
 async fn every_endpoint_opened_fits_the_window_with_filled_examples() {
-    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
-    let browser = Browser::start().await;
-    browser.goto(&format!("{}/docs", agent.url)).await;
-    browser.wait_for("details").await;
+    let (_agent, browser) = open_docs().await;
     let opened = script(
         &browser,
         "const all = document.querySelectorAll('details'); all.forEach((d) => d.open = true); return all.length;",
@@ -93,10 +100,7 @@ async fn every_endpoint_opened_fits_the_window_with_filled_examples() {
 
 #[tokio::test]
 async fn try_it_names_a_missing_path_parameter_and_sends_nothing() {
-    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
-    let browser = Browser::start().await;
-    browser.goto(&format!("{}/docs", agent.url)).await;
-    browser.wait_for("details").await;
+    let (_agent, browser) = open_docs().await;
     let found = script(
         &browser,
         r#"const d = [...document.querySelectorAll('details')].find((d) =>

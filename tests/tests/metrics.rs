@@ -10,13 +10,18 @@ use std::time::{Duration, Instant};
 use asg_tests::{Agent, AgentOptions, approval_uuid, config_with, conversation_id, testdata};
 use serde_json::{Value, json};
 
+/// `GET /metrics`, with `bearer` as `Authorization: Bearer` when given.
+async fn get_metrics(agent: &Agent, bearer: Option<&str>) -> reqwest::Response {
+    let mut request = agent.http.get(format!("{}/metrics", agent.url));
+    if let Some(bearer) = bearer {
+        request = request.bearer_auth(bearer);
+    }
+    request.send().await.expect("GET /metrics")
+}
+
+/// The metrics text of an agent without `auth:`, checked to be OpenMetrics.
 async fn scrape(agent: &Agent) -> String {
-    let response = agent
-        .http
-        .get(format!("{}/metrics", agent.url))
-        .send()
-        .await
-        .expect("GET /metrics");
+    let response = get_metrics(agent, None).await;
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"]
         .to_str()
@@ -173,20 +178,8 @@ async fn metrics_need_the_same_credential_as_the_api() {
     );
     let key = "metrics-test-key-0123456789abcdef";
     let agent = Agent::start(&config, AgentOptions::with_env(&[("OPS_KEY", key)])).await;
-    let anonymous = agent
-        .http
-        .get(format!("{}/metrics", agent.url))
-        .send()
-        .await
-        .expect("GET /metrics");
-    assert_eq!(anonymous.status(), 401);
-    let signed = agent
-        .http
-        .get(format!("{}/metrics", agent.url))
-        .bearer_auth(key)
-        .send()
-        .await
-        .expect("GET /metrics");
+    assert_eq!(get_metrics(&agent, None).await.status(), 401);
+    let signed = get_metrics(&agent, Some(key)).await;
     assert_eq!(signed.status(), 200);
     let text = signed.text().await.unwrap();
     assert!(text.contains("asg_http_requests_total"), "{text}");
