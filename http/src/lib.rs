@@ -6,6 +6,9 @@
 //!   server (401), and [`BearerToken`], a token that is never logged.
 //! - [`process`]: what a server binary does at start and stop (logging,
 //!   exit code, SIGINT / SIGTERM, the listening address it prints).
+//! - [`logging`]: text or JSON log lines (`LOG_FORMAT`).
+//! - [`metrics`]: what every binary's `GET /metrics` shows (HTTP by
+//!   route template, `process_*`).
 //! - [`error_response`]: an error answered as the JSON
 //!   `asg_shared::rest::ErrorBody` every client already parses.
 //!
@@ -14,6 +17,8 @@
 //! (`scripts/check-deps.sh`).
 
 pub mod host_check;
+pub mod logging;
+pub mod metrics;
 pub mod process;
 pub mod service_token;
 

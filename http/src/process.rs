@@ -6,21 +6,12 @@
 
 use std::net::SocketAddr;
 
-/// Default log filter when `RUST_LOG` is unset: `info`, but rmcp's
-/// per-connection chatter (its `peer_info` dump, task lifecycle) only from
-/// `warn` up.
-pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
+pub use crate::logging::DEFAULT_LOG_FILTER;
 
-/// Logging for the server binaries: plain text, `RUST_LOG` (default
-/// [`DEFAULT_LOG_FILTER`]).
+/// Logging for the server binaries (`crate::logging`): `RUST_LOG`
+/// (default [`DEFAULT_LOG_FILTER`]), `LOG_FORMAT=text|json`.
 pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()),
-        )
-        .with_ansi(false)
-        .init();
+    crate::logging::init_with(None::<tracing_subscriber::layer::Identity>);
 }
 
 /// What a server binary's `main` does with its `run` result: exit 0, or

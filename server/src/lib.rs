@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod notify;
 pub mod store;
+pub mod telemetry;
 #[cfg(test)]
 mod test_support;
 pub mod tool;

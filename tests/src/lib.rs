@@ -8,6 +8,7 @@ pub mod a2a;
 pub mod fake_gemini;
 pub mod fake_http;
 pub mod oidc;
+pub mod otlp;
 pub mod pg;
 pub mod recording_proxy;
 pub mod sse;

@@ -14,6 +14,7 @@
 //! rebinding), on any listen address.
 
 pub mod auth;
+pub mod metrics;
 pub mod oidc;
 mod proxy;
 pub mod security;
@@ -56,6 +57,10 @@ pub struct WebConfig {
     /// implementation's block); the user is who the agent's `/me` says.
     #[serde(default)]
     pub oauth2: Option<OAuth2LoginConfig>,
+    /// A second listen address (`host:port`) serving only `GET /metrics`,
+    /// without sign-in, for a scraper on a private network.
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
     /// Where sessions are kept across restarts (`web-sessions.json`,
     /// owner-only); in memory only when absent.
     #[serde(default)]
@@ -190,6 +195,14 @@ impl WebConfig {
                 "{}: agent_url: must be an http(s) URL, got {:?}",
                 path.display(),
                 config.agent_url
+            ));
+        }
+        if let Some(address) = &config.metrics_listen
+            && address.parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err(format!(
+                "{}: metrics_listen: {address:?} is not an address with a port, e.g. 127.0.0.1:9465",
+                path.display()
             ));
         }
         config
@@ -330,6 +343,7 @@ pub fn router_with(config: &WebConfig, sessions: SessionStore, port: u16) -> Rou
         .route("/api/{*path}", any(proxy::forward))
         .route("/api", any(proxy::forward))
         .with_state(proxy);
+    let metrics_routes = metrics::routes(auth.clone());
     let auth_routes = match auth {
         Some(auth) => Router::new()
             .route("/auth/login", get(auth::login))
@@ -345,8 +359,12 @@ pub fn router_with(config: &WebConfig, sessions: SessionStore, port: u16) -> Rou
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
         )
         .merge(api)
-        .merge(auth_routes);
-    let router = with_static_files(router, config);
+        .merge(auth_routes)
+        .merge(metrics_routes);
+    let router = with_static_files(router, config).layer(middleware::from_fn_with_state(
+        metrics::metrics().http.clone(),
+        asg_http::metrics::count_requests,
+    ));
     router.layer(middleware::from_fn_with_state(
         Arc::new(config.host_policy()),
         refuse_foreign_hosts,

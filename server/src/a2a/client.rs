@@ -14,6 +14,7 @@ use asg_shared::a2a::{
     approval_keys, parts_text,
 };
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use crate::config::{SubAgentConfig, expand_env};
 use crate::context::{BearerToken, DELEGATION_DEPTH_HEADER, RequestContext};
@@ -184,6 +185,7 @@ impl A2aClient {
             let response = self
                 .http
                 .get(format!("{origin}{path}"))
+                .headers(trace_headers())
                 .timeout(CARD_TIMEOUT)
                 .send()
                 .await;
@@ -265,9 +267,24 @@ impl A2aClient {
         serde_json::from_value(result).map_err(|e| invalid_response(agent, e.to_string()))
     }
 
-    /// One JSON-RPC call with the caller's Bearer, `X-Session-ID` and the
-    /// delegation depth; the answer's `result`, or the error.
+    /// One JSON-RPC call in its own client span; see [`Self::call_traced`].
     async fn call(
+        &self,
+        agent: &SubAgent,
+        method: &str,
+        params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, A2aError> {
+        let span = crate::telemetry::a2a_span(&agent.name, method);
+        self.call_traced(agent, method, params, ctx)
+            .instrument(span)
+            .await
+    }
+
+    /// One JSON-RPC call with the caller's Bearer, `X-Session-ID`, the
+    /// delegation depth and the trace context; the answer's `result`, or
+    /// the error.
+    async fn call_traced(
         &self,
         agent: &SubAgent,
         method: &str,
@@ -294,6 +311,7 @@ impl A2aClient {
             .timeout(agent.timeout)
             .header("X-Session-ID", &ctx.session_id)
             .header(DELEGATION_DEPTH_HEADER, depth.to_string())
+            .headers(trace_headers())
             .json(&body);
         if let Some(token) = ctx.bearer.as_ref().or(agent.service_token.as_ref()) {
             request = request.bearer_auth(token.expose());
@@ -564,6 +582,13 @@ fn without_url(error: &reqwest::Error) -> String {
         source = s.source();
     }
     if detail.is_empty() { text } else { detail }
+}
+
+/// The current span's trace context as headers (none with traces off).
+fn trace_headers() -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    crate::telemetry::inject(&mut headers);
+    headers
 }
 
 #[cfg(test)]

@@ -123,8 +123,25 @@ fn server_health(server: &crate::mcp::ServerHealth) -> asg_shared::rest::McpServ
 /// read from the store at each scrape (so they are right after a
 /// restart, and on every replica of a shared store).
 pub async fn metrics(State(state): State<AppState>) -> Response {
+    metrics_of(&state.engine).await
+}
+
+/// `GET /metrics` on its own address (`metrics_listen`): the same
+/// answer, no authentication, nothing else served.
+pub fn metrics_router(engine: Engine) -> axum::Router {
+    axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(
+                |State(engine): State<Engine>| async move { metrics_of(&engine).await },
+            ),
+        )
+        .with_state(engine)
+}
+
+async fn metrics_of(engine: &Engine) -> Response {
     let metrics = crate::metrics::metrics();
-    match state.engine.pending_by_tool().await {
+    match engine.pending_by_tool().await {
         Ok(by_tool) => metrics.set_pending(&by_tool),
         Err(error) => tracing::warn!(%error, "metrics: cannot count the pending approvals"),
     }

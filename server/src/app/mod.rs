@@ -142,6 +142,11 @@ impl App {
         router.layer(axum::Extension(self.notifier.push()))
     }
 
+    /// `GET /metrics` alone, for `metrics_listen`.
+    pub fn metrics_router(&self) -> Router {
+        api::system::metrics_router(self.engine.clone())
+    }
+
     /// Serves until `shutdown` completes, then stops the tool servers.
     pub async fn serve(
         self,

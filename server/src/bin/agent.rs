@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use agent_server::app::App;
 use agent_server::config::AgentConfig;
 use agent_server::store::postgres;
+use agent_server::telemetry;
 use asg_http::process::{exit_code, init_logging, shutdown_signal};
 use clap::Parser;
 
@@ -63,7 +64,6 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 const MAX_BLOCKING_THREADS: usize = 64;
 
 fn main() -> ExitCode {
-    init_logging();
     let args = Args::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -75,8 +75,14 @@ fn main() -> ExitCode {
     };
     exit_code(runtime.block_on(async {
         match args.command {
-            Some(Command::Migrate) => migrate(&args.config).await,
-            Some(Command::Check) => check(&args.config),
+            Some(Command::Migrate) => {
+                init_logging();
+                migrate(&args.config).await
+            }
+            Some(Command::Check) => {
+                init_logging();
+                check(&args.config)
+            }
             None => run(args).await,
         }
     }))
@@ -139,11 +145,22 @@ async fn run(args: Args) -> Result<(), String> {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
+    // Logging and traces, named after the agent (the configuration is
+    // read first: its errors are printed, not logged).
+    let telemetry = telemetry::init(&config.name, config.telemetry.record_arguments)?;
     let address = format!("{}:{}", config.host, config.port);
     let listener = tokio::net::TcpListener::bind(&address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let metrics_listener = match &config.metrics_listen {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|e| format!("cannot listen on metrics_listen {address}: {e}"))?,
+        ),
+        None => None,
+    };
     let app = App::build(config, &config_dir, &|name| std::env::var(name).ok())
         .await
         .map_err(|e| e.to_string())?;
@@ -152,7 +169,25 @@ async fn run(args: Args) -> Result<(), String> {
         app.config.name,
         app.config.public_base_url(bound.port())
     );
-    app.serve(listener, shutdown_signal())
+    if let Some(listener) = metrics_listener {
+        serve_metrics(listener, app.metrics_router())?;
+    }
+    let served = app
+        .serve(listener, shutdown_signal())
         .await
-        .map_err(|e| format!("server error: {e}"))
+        .map_err(|e| format!("server error: {e}"));
+    telemetry.shutdown();
+    served
+}
+
+/// `GET /metrics` on `metrics_listen`, for as long as the process runs.
+fn serve_metrics(listener: tokio::net::TcpListener, router: axum::Router) -> Result<(), String> {
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("metrics on http://{bound}/metrics");
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, router).await {
+            tracing::error!(%error, "the metrics listener stopped");
+        }
+    });
+    Ok(())
 }

@@ -30,6 +30,16 @@ pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
 /// also the A2A client's cap when built without a configuration.
 pub const DEFAULT_MAX_A2A_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
+/// `telemetry:` in `agent.yaml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Tool arguments become span attributes (`gen_ai.tool.call.arguments`).
+    /// Off by default: arguments may hold personal data.
+    #[serde(default)]
+    pub record_arguments: bool,
+}
+
 /// The whole `agent.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,6 +69,14 @@ pub struct AgentConfig {
     /// agent's index page (`GET /`) links to it.
     #[serde(default)]
     pub web_chat_url: Option<String>,
+    /// A second listen address (`host:port`) serving only `GET /metrics`,
+    /// without authentication, for a scraper on a private network; the
+    /// API's own `/metrics` stays behind `auth:`.
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
+    /// Traces (`OTEL_*` variables turn them on).
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
     /// Host names (the `Host` header, port ignored, any case) accepted
     /// besides the loopback names. On a loopback `host` other names are
     /// refused (DNS rebinding); on another address they are refused only
@@ -779,6 +797,14 @@ impl AgentConfig {
             if let Some(url) = url {
                 check_http_url(field, url)?;
             }
+        }
+        if let Some(address) = &self.metrics_listen
+            && address.parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err((
+                "metrics_listen".into(),
+                format!("{address:?} is not an address with a port, e.g. 127.0.0.1:9464"),
+            ));
         }
         Ok(())
     }

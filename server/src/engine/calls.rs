@@ -4,6 +4,7 @@
 
 use asg_shared::PendingApproval;
 use serde_json::{Map, Value};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::Inner;
@@ -55,16 +56,24 @@ pub async fn execute(
     arguments: Map<String, Value>,
 ) -> CallOutcome {
     let started = std::time::Instant::now();
-    let outcome = capped(inner, run_call(inner, ctx, name, arguments).await);
-    // Only names this agent offers label the metric (a model may ask
-    // for any name).
-    let known = inner.tool_kind(name).is_some();
-    let is_error = matches!(outcome, CallOutcome::Done { is_error: true, .. });
-    crate::metrics::metrics().tool_call(
-        if known { name } else { "unknown" },
-        is_error,
-        started.elapsed(),
+    let tool = inner.tool(name);
+    // Only names this agent offers label the metric and the span (a
+    // model may ask for any name).
+    let (label, server) = match &tool {
+        Some(tool) if tool.kind == ToolKind::SubAgent => (name, "a2a"),
+        Some(tool) => (name, tool.server.as_str()),
+        None => ("unknown", "unknown"),
+    };
+    let span = crate::telemetry::tool_span(label, server, &arguments);
+    let outcome = capped(
+        inner,
+        run_call(inner, ctx, name, arguments)
+            .instrument(span.clone())
+            .await,
     );
+    let is_error = matches!(outcome, CallOutcome::Done { is_error: true, .. });
+    crate::telemetry::end_tool_span(&span, is_error);
+    crate::metrics::metrics().tool_call(label, server, is_error, started.elapsed());
     outcome
 }
 
@@ -312,6 +321,13 @@ fn reconcile_window(call_timeout: std::time::Duration) -> std::time::Duration {
 const RECONCILE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 fn delegation(agent: &str, result: Result<Delegation, A2aError>) -> CallOutcome {
+    let counted = match &result {
+        Ok(Delegation::Completed(_)) => "answered",
+        Ok(Delegation::Failed(_)) => "failed",
+        Ok(Delegation::InputRequired(_)) => "proxy_approval",
+        Err(_) => "error",
+    };
+    crate::metrics::metrics().subagent_call(agent, counted);
     match result {
         Ok(delegation) => from_delegation(agent, delegation),
         Err(error) => from_error(agent, error),

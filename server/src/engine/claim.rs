@@ -158,6 +158,8 @@ impl Inner {
         loop {
             match take(&self.store, id).await? {
                 Ok(Claim::Taken(stored)) => {
+                    let waited = pause != FIRST_PAUSE; // doubled after each busy answer
+                    crate::metrics::metrics().store_claim(if waited { "waited" } else { "taken" });
                     claimed.lease = Some((self.store.clone(), id));
                     if let Some(stored) = stored {
                         slot.refresh(Arc::new(*stored), false);
@@ -168,7 +170,10 @@ impl Inner {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(200));
                 }
-                Ok(Claim::Busy) => return Err(EngineError::Busy(id)),
+                Ok(Claim::Busy) => {
+                    crate::metrics::metrics().store_claim("busy");
+                    return Err(EngineError::Busy(id));
+                }
                 Err(error) => return Err(error.into()),
             }
         }

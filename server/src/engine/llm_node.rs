@@ -11,6 +11,7 @@ use std::sync::Arc;
 use asg_shared::{Grant, Message, PendingApproval, Role, ToolCall, ToolResult};
 use async_trait::async_trait;
 use serde_json::json;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::calls::{self, CallOutcome};
@@ -18,7 +19,7 @@ use super::decide::{CallFacts, Decision, Verdict, decide};
 use super::tree::LlmNode;
 use super::{EngineError, Inner, approval, history, new_message};
 use crate::context::RequestContext;
-use crate::llm::{LlmError, LlmMessage, LlmRequest, LlmToolCall, ToolSpec};
+use crate::llm::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall, ToolSpec};
 
 pub use asg_core::decide::{EXIT_LOOP_TOOL, Gate};
 
@@ -120,13 +121,7 @@ pub async fn run(
         rec,
     };
     for _ in 0..inner.max_tool_steps {
-        let started = std::time::Instant::now();
-        let answer = run.step.node.llm.generate(&run.request(&tools)).await;
-        crate::metrics::metrics().model_call(
-            &run.step.node.llm.describe(),
-            answer.is_ok(),
-            started.elapsed(),
-        );
+        let answer = generate(&*run.step.node.llm, run.request(&tools)).await;
         let response = match answer {
             Ok(response) => response,
             Err(error) => return run.model_failed(error).await,
@@ -173,6 +168,25 @@ struct NodeRun<'a, 'i> {
     step: Step<'a>,
     inv: &'a mut Invocation<'i>,
     rec: &'a mut dyn Recorder,
+}
+
+/// One model call, timed, counted and traced (a `chat` span with the
+/// GenAI attributes and the tokens the provider counted).
+async fn generate(llm: &dyn LlmClient, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+    let model = llm.describe();
+    let span = crate::telemetry::model_span(&model);
+    let started = std::time::Instant::now();
+    let answer = llm.generate(&request).instrument(span.clone()).await;
+    let metrics = crate::metrics::metrics();
+    metrics.model_call(&model, answer.is_ok(), started.elapsed());
+    if let Ok(LlmResponse {
+        usage: Some(usage), ..
+    }) = &answer
+    {
+        metrics.model_tokens(&model, usage.input, usage.output);
+    }
+    crate::telemetry::end_model_span(&span, &answer);
+    answer
 }
 
 impl NodeRun<'_, '_> {

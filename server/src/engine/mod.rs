@@ -49,6 +49,7 @@ use asg_shared::{Conversation, ConversationStatus, Message, PendingApproval, Rol
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::a2a::client::A2aClient;
@@ -357,13 +358,16 @@ impl Engine {
         }
         let place = self.inner.admission.admit().await?;
         let abort = self.inner.abort_turns.clone();
-        let task = self.inner.turns.spawn(async move {
-            let _place = place;
-            tokio::select! {
-                outcome = turn => outcome,
-                () = abort.cancelled() => Err(EngineError::ShuttingDown),
+        let task = self.inner.turns.spawn(
+            async move {
+                let _place = place;
+                tokio::select! {
+                    outcome = turn => outcome,
+                    () = abort.cancelled() => Err(EngineError::ShuttingDown),
+                }
             }
-        });
+            .instrument(crate::telemetry::turn_span()),
+        );
         task.await.unwrap_or_else(|error| {
             tracing::error!(%error, "a turn task failed");
             Err(EngineError::Internal(

@@ -92,8 +92,11 @@ impl Engine {
                 Ok(slot) => inner.record_interrupted(&slot).await,
                 Err(error) => Err(error),
             };
-            if let Err(error) = taken {
-                tracing::warn!(conversation = %id, %error, "cannot take over an abandoned conversation yet");
+            match taken {
+                Ok(()) => crate::metrics::metrics().store_takeover(),
+                Err(error) => {
+                    tracing::warn!(conversation = %id, %error, "cannot take over an abandoned conversation yet")
+                }
             }
         }
         inner.index.evict_idle();

@@ -138,7 +138,10 @@ pub(crate) async fn save(
     store: &Arc<dyn Store>,
     conversation: Arc<Conversation>,
 ) -> Result<(), EngineError> {
-    stored(store, move |s| s.save(&conversation)).await
+    let started = std::time::Instant::now();
+    let saved = stored(store, move |s| s.save(&conversation)).await;
+    crate::metrics::metrics().store_save(saved.is_ok(), started.elapsed());
+    saved
 }
 
 #[cfg(test)]

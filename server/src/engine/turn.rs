@@ -286,6 +286,7 @@ impl<'a> Turn<'a> {
     fn stamp(&self, mut pending: PendingApproval) -> PendingApproval {
         tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
         crate::metrics::metrics().approval_requested(&pending.tool_name);
+        crate::telemetry::approval_requested(&pending.tool_name, &pending.uuid.to_string());
         if pending.requested_by.is_none() {
             pending.requested_by = self.requester.clone();
         }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::provider::{self, ProviderSettings};
 use super::schema::object_schema;
-use super::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall};
+use super::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall, TokenUsage};
 
 /// Anthropic's public endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -174,6 +174,7 @@ fn parse(body: &Value) -> Result<LlmResponse, LlmError> {
     Ok(LlmResponse {
         text: (!text.is_empty()).then_some(text),
         tool_calls,
+        usage: TokenUsage::read(body, "usage", "input_tokens", "output_tokens"),
     })
 }
 

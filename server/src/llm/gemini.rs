@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::provider::{self, ProviderSettings};
 use super::schema::gemini_parameters;
-use super::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall};
+use super::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall, TokenUsage};
 
 /// Gemini's public endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -213,6 +213,12 @@ fn parse(body: &Value) -> Result<LlmResponse, LlmError> {
     Ok(LlmResponse {
         text: (!text.is_empty()).then_some(text),
         tool_calls,
+        usage: TokenUsage::read(
+            body,
+            "usageMetadata",
+            "promptTokenCount",
+            "candidatesTokenCount",
+        ),
     })
 }
 

@@ -86,6 +86,38 @@ pub struct LlmResponse {
     pub text: Option<String>,
     /// Tool calls, in the order the model gave them.
     pub tool_calls: Vec<LlmToolCall>,
+    /// Tokens the provider counted for this call, when it says.
+    pub usage: Option<TokenUsage>,
+}
+
+/// The tokens one model call used, as the provider reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenUsage {
+    /// Prompt tokens (history, tools, system prompt).
+    pub input: u64,
+    /// Generated tokens.
+    pub output: u64,
+}
+
+impl TokenUsage {
+    /// Reads `input` and `output` counts under `object[key]`, when the
+    /// provider sent them.
+    pub(crate) fn read(
+        body: &serde_json::Value,
+        key: &str,
+        input: &str,
+        output: &str,
+    ) -> Option<TokenUsage> {
+        let usage = body.get(key)?;
+        let count = |name: &str| usage.get(name).and_then(serde_json::Value::as_u64);
+        match (count(input), count(output)) {
+            (None, None) => None,
+            (input, output) => Some(TokenUsage {
+                input: input.unwrap_or(0),
+                output: output.unwrap_or(0),
+            }),
+        }
+    }
 }
 
 /// Why a model call failed. Messages never contain API keys.

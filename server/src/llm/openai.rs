@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::provider::{self, ProviderSettings};
 use super::schema::object_schema;
-use super::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall};
+use super::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall, TokenUsage};
 
 /// OpenAI's public endpoint, version path included.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -177,6 +177,7 @@ fn parse(body: &Value) -> Result<LlmResponse, LlmError> {
     Ok(LlmResponse {
         text: (!text.is_empty()).then_some(text),
         tool_calls,
+        usage: TokenUsage::read(body, "usage", "prompt_tokens", "completion_tokens"),
     })
 }
 

@@ -174,8 +174,11 @@ pub(crate) async fn send_json(
     let timeout = settings.timeout;
     let limit = settings.max_response_bytes;
     let exchange = async {
+        let mut trace = reqwest::header::HeaderMap::new();
+        crate::telemetry::inject(&mut trace);
         let response = request
             .timeout(timeout)
+            .headers(trace)
             .send()
             .await
             .map_err(|e| transport_error(&e, timeout, secret))?;

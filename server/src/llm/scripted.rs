@@ -250,6 +250,7 @@ impl ScriptedModel {
                 Action::Reply(text) => Ok(LlmResponse {
                     text: Some(fill(text, &vars)),
                     tool_calls: Vec::new(),
+                    usage: None,
                 }),
                 Action::Calls(text, calls) => Ok(LlmResponse {
                     text: text.as_ref().map(|t| fill(t, &vars)),
@@ -267,6 +268,7 @@ impl ScriptedModel {
                             signature: None,
                         })
                         .collect(),
+                    usage: None,
                 }),
             };
         }

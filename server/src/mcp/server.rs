@@ -228,7 +228,14 @@ impl McpServer {
         arguments: JsonObject,
         bearer: Option<&BearerToken>,
     ) -> Result<CallToolResult, ToolCallError> {
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        // The trace context in `_meta` (SEP-414), so the server's spans
+        // join the caller's trace.
+        if let Some(traceparent) = crate::telemetry::traceparent() {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.set_traceparent(traceparent);
+            params.meta = Some(meta.into());
+        }
         if let (
             Target::Http {
                 url,

@@ -29,6 +29,8 @@ pub struct Outgoing {
     pub body: Vec<u8>,
     /// What the log calls it (never a secret).
     pub label: String,
+    /// `webhook` or `a2a_push`: the metric's label.
+    pub kind: &'static str,
     /// Resolve and check the URL against this policy before every attempt
     /// and connect only to the checked addresses (caller-chosen URLs).
     pub ssrf: Option<Arc<ssrf::Policy>>,
@@ -128,6 +130,7 @@ impl Deliveries {
                 }
             };
             tracing::warn!(notification = %job.label, url = %shown(&job.url), "notification queue full; notification dropped");
+            crate::metrics::metrics().notification(job.kind, "dropped");
         }
     }
 
@@ -166,6 +169,13 @@ impl Deliveries {
 
     /// Delivers `job`, retrying with backoff; true when it was delivered.
     pub async fn send(&self, job: &Outgoing) -> bool {
+        let delivered = self.try_hard(job).await;
+        let result = if delivered { "delivered" } else { "failed" };
+        crate::metrics::metrics().notification(job.kind, result);
+        delivered
+    }
+
+    async fn try_hard(&self, job: &Outgoing) -> bool {
         let retry = self.inner.retry;
         let mut delay = retry.first_delay;
         for attempt in 1..=retry.attempts {
@@ -344,6 +354,7 @@ mod tests {
             headers: Vec::new(),
             body: b"{}".to_vec(),
             label: "late callback".into(),
+            kind: "a2a_push",
             ssrf: Some(policy.clone()),
         };
         let deliveries = Deliveries::start(4, 1, Retry::default());

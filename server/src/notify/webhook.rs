@@ -172,6 +172,7 @@ fn outgoing(hook: &Webhook, event: &Event, source: &Source) -> Outgoing {
         ],
         body,
         label: format!("webhook {} delivery {delivery}", event.name),
+        kind: "webhook",
         ssrf: None,
     }
 }

@@ -65,6 +65,17 @@ async fn run(args: Args) -> Result<(), String> {
         },
         bound.port()
     );
+    if let Some(address) = &config.metrics_listen {
+        let metrics = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|e| format!("cannot listen on metrics_listen {address}: {e}"))?;
+        println!("metrics on http://{address}/metrics");
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(metrics, asg_web_server::metrics::open_router()).await {
+                tracing::error!(%error, "the metrics listener stopped");
+            }
+        });
+    }
     axum::serve(listener, router(&config, bound.port()))
         .with_graceful_shutdown(shutdown_signal())
         .await

@@ -87,6 +87,16 @@ impl Turn<'_> {
                 is_error: true,
             }
         };
+        if order.approve {
+            let result = match &outcome {
+                CallOutcome::Done {
+                    is_error: false, ..
+                } => "ok",
+                CallOutcome::Done { is_error: true, .. } => "error",
+                CallOutcome::Remote { .. } => "approval",
+            };
+            crate::metrics::metrics().approved_call(&pending.tool_name, result);
+        }
         // Credentials follow the person who instructed the action: the
         // approver's token ran (or forwarded) the approved call only; the
         // rest of the run works on the requester's instructions and never
@@ -166,4 +176,11 @@ fn count_decision(entry: &AuditEntry) {
         .to_std()
         .unwrap_or_default();
     crate::metrics::metrics().approval_decided(outcome, channel, waited);
+    crate::telemetry::approval_decided(
+        &entry.pending.uuid.to_string(),
+        outcome,
+        channel,
+        &entry.by.subject,
+        waited.as_secs_f64(),
+    );
 }

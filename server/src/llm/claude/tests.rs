@@ -93,7 +93,8 @@ async fn text_reply_is_parsed_and_body_has_system_and_tools() {
         answer,
         Ok(LlmResponse {
             text: Some("Hello.".into()),
-            tool_calls: vec![]
+            tool_calls: vec![],
+            usage: None,
         })
     );
     assert_eq!(
@@ -154,7 +155,8 @@ async fn tool_use_reply_is_parsed() {
                 name: "resources_add".into(),
                 arguments: args,
                 signature: None,
-            }]
+            }],
+            usage: None,
         })
     );
 }
@@ -310,4 +312,21 @@ async fn slow_server_times_out() {
         .generate(&request(user("hi")))
         .await;
     assert_eq!(answer, Err(LlmError::Timeout(timeout)));
+}
+
+#[test]
+fn token_usage_is_read_from_the_usage_object() {
+    let body = json!({
+        "content": [{"type": "text", "text": "Hi."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 18, "output_tokens": 0}
+    });
+    let answer = parse(&body).unwrap();
+    assert_eq!(
+        answer.usage,
+        Some(TokenUsage {
+            input: 18,
+            output: 0
+        })
+    );
 }

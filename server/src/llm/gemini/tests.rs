@@ -91,7 +91,8 @@ async fn key_goes_in_the_header_never_in_the_url() {
         answer,
         Ok(LlmResponse {
             text: Some("Hello.".into()),
-            tool_calls: vec![]
+            tool_calls: vec![],
+            usage: None,
         })
     );
     let requests = server.received_requests().await.unwrap_or_default();
@@ -326,4 +327,20 @@ async fn unreachable_server_is_a_transport_error() {
         Err(LlmError::Transport(message)) => assert!(!message.contains(KEY), "{message}"),
         other => panic!("expected a transport error, got {other:?}"),
     }
+}
+
+#[test]
+fn token_usage_is_read_from_usage_metadata() {
+    let body = json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Hi."}]}}],
+        "usageMetadata": {"promptTokenCount": 52, "candidatesTokenCount": 7, "totalTokenCount": 59}
+    });
+    let answer = parse(&body).unwrap();
+    assert_eq!(
+        answer.usage,
+        Some(TokenUsage {
+            input: 52,
+            output: 7
+        })
+    );
 }

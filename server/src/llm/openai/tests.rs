@@ -84,7 +84,8 @@ async fn text_reply_is_parsed_and_bearer_key_sent() {
         answer,
         Ok(LlmResponse {
             text: Some("Hello.".into()),
-            tool_calls: vec![]
+            tool_calls: vec![],
+            usage: None,
         })
     );
     let sent = only_request(&server).await;
@@ -155,7 +156,8 @@ async fn tool_call_reply_is_parsed() {
                 name: "resources_add".into(),
                 arguments: args,
                 signature: None,
-            }]
+            }],
+            usage: None,
         })
     );
 }
@@ -302,4 +304,22 @@ async fn slow_server_times_out() {
         .generate(&request(user("hi")))
         .await;
     assert_eq!(answer, Err(LlmError::Timeout(timeout)));
+}
+
+#[test]
+fn token_usage_is_read_from_the_usage_object() {
+    let body = json!({
+        "choices": [{"message": {"role": "assistant", "content": "Hi."}}],
+        "usage": {"prompt_tokens": 31, "completion_tokens": 4, "total_tokens": 35}
+    });
+    let answer = parse(&body).unwrap();
+    assert_eq!(
+        answer.usage,
+        Some(TokenUsage {
+            input: 31,
+            output: 4
+        })
+    );
+    let without = json!({"choices": [{"message": {"role": "assistant", "content": "Hi."}}]});
+    assert_eq!(parse(&without).unwrap().usage, None);
 }

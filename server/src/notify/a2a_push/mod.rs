@@ -165,6 +165,7 @@ pub fn outgoing(
         url: config.url.clone(),
         headers,
         body: serde_json::to_vec(task).unwrap_or_default(),
+        kind: "a2a_push",
         label: format!(
             "A2A push {} of task {} (config {})",
             task.status.state.as_str(),

@@ -79,6 +79,7 @@ mod tests {
             headers: Vec::new(),
             body: b"{}".to_vec(),
             label: name.to_string(),
+            kind: "a2a_push",
             ssrf: None,
         }]
     }
