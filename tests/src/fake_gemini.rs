@@ -20,6 +20,11 @@ use serde_json::{Value, json};
 
 /// The key the fake expects in `x-goog-api-key` (any other is refused
 /// with a 403, as Gemini does).
+/// The prompt tokens every fake answer reports (`usageMetadata`).
+pub const FAKE_PROMPT_TOKENS: u64 = 120;
+/// The output tokens every fake answer reports.
+pub const FAKE_OUTPUT_TOKENS: u64 = 8;
+
 pub const FAKE_GEMINI_KEY: &str = "fake-gemini-key";
 
 /// One tool result sent back to the model (`functionResponse` part).
@@ -235,6 +240,12 @@ impl GeminiReply {
                 "index": 0,
             }],
             "modelVersion": "fake",
+            // Fixed counts, so the token metrics can be checked.
+            "usageMetadata": {
+                "promptTokenCount": FAKE_PROMPT_TOKENS,
+                "candidatesTokenCount": FAKE_OUTPUT_TOKENS,
+                "totalTokenCount": FAKE_PROMPT_TOKENS + FAKE_OUTPUT_TOKENS,
+            },
         });
         (StatusCode::OK, body)
     }

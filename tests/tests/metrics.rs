@@ -7,6 +7,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use asg_tests::fake_gemini::{
+    FAKE_OUTPUT_TOKENS, FAKE_PROMPT_TOKENS, FakeGemini, GeminiCall, GeminiReply,
+};
+use asg_tests::fake_http::{FakeHttp, Reply};
 use asg_tests::{Agent, AgentOptions, approval_uuid, config_with, conversation_id, testdata};
 use serde_json::{Value, json};
 
@@ -105,9 +109,25 @@ async fn an_approval_moves_the_counters_gauge_and_histograms() {
     assert_eq!(
         sample(
             &after,
-            r#"asg_tool_call_duration_seconds_count{tool="resources_add",result="ok"}"#
+            r#"asg_tool_call_duration_seconds_count{tool="resources_add",server="resources",result="ok"}"#
         ),
         Some(1.0),
+        "{after}"
+    );
+    assert_eq!(
+        sample(
+            &after,
+            r#"asg_approved_calls_total{tool="resources_add",result="ok"}"#
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    assert!(
+        sample(
+            &after,
+            r#"asg_store_save_duration_seconds_count{result="ok"}"#
+        )
+        .is_some_and(|v| v >= 2.0),
         "{after}"
     );
     assert!(
@@ -184,6 +204,154 @@ async fn metrics_need_the_same_credential_as_the_api() {
     let text = signed.text().await.unwrap();
     assert!(text.contains("asg_http_requests_total"), "{text}");
     assert!(!text.contains(key), "the key is in the metrics");
+}
+
+/// `metrics_listen`: the metrics alone on their own address, for a
+/// scraper without the API's credential; the API's own stays guarded.
+#[tokio::test]
+async fn metrics_listen_serves_the_metrics_alone_without_a_credential() {
+    let (_dir, config) = config_with(
+        "agent-resources.yaml",
+        "metrics_listen: 127.0.0.1:0
+auth:
+  api_keys:
+    - { name: ops, key_env: OPS_KEY }
+",
+    );
+    let agent = Agent::start(
+        &config,
+        AgentOptions::with_env(&[("OPS_KEY", "metrics-listen-key-0123456789")]),
+    )
+    .await;
+    let line = agent.wait_log("metrics on http://").await;
+    let url = line
+        .split("metrics on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no metrics URL in {line}"))
+        .to_string();
+    let response = agent.http.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains("asg_http_requests_total{method=\"GET\",route=\"/health\""),
+        "{text}"
+    );
+    assert!(text.contains("process_resident_memory_bytes"), "{text}");
+    let other = url.replace("/metrics", "/conversations");
+    let response = agent.http.get(&other).send().await.unwrap();
+    assert_eq!(response.status(), 404, "only /metrics on metrics_listen");
+    assert_eq!(get_metrics(&agent, None).await.status(), 401);
+}
+
+/// A bad `metrics_listen` stops the start with the field named.
+#[tokio::test]
+async fn a_metrics_listen_without_a_port_is_refused() {
+    let (_dir, config) = config_with("agent-resources.yaml", "metrics_listen: localhost\n");
+    let output = Command::new(asg_tests::binary("agent"))
+        .args(["check", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("metrics_listen"), "{stderr}");
+}
+
+/// Tokens the provider counted, by model and direction (a fake Gemini
+/// that reports fixed counts).
+#[tokio::test]
+async fn model_tokens_are_counted_from_the_providers_usage() {
+    let fake = FakeGemini::start(|_call: &GeminiCall| GeminiReply::text("Hello.")).await;
+    let options = AgentOptions {
+        env: fake.env(),
+        ..AgentOptions::default()
+    };
+    let agent = Agent::start(&testdata("agent-gemini.yaml"), options).await;
+    for _ in 0..2 {
+        let (status, answer) = agent.say_new("hi").await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    let text = scrape(&agent).await;
+    let model = "gemini:gemini-2.5-flash";
+    for (direction, each) in [
+        ("input", FAKE_PROMPT_TOKENS),
+        ("output", FAKE_OUTPUT_TOKENS),
+    ] {
+        let series =
+            format!(r#"asg_model_tokens_total{{model="{model}",direction="{direction}"}}"#);
+        assert_eq!(
+            sample(&text, &series),
+            Some(2.0 * each as f64),
+            "{series}\n{text}"
+        );
+    }
+    let calls = format!(r#"asg_model_call_duration_seconds_count{{model="{model}",result="ok"}}"#);
+    assert_eq!(sample(&text, &calls), Some(2.0), "{text}");
+}
+
+/// Sub-agent calls by result, on the delegating agent.
+#[tokio::test]
+async fn sub_agent_calls_are_counted_by_result() {
+    let b = Agent::start(&testdata("e2e-chain-b.yaml"), AgentOptions::default()).await;
+    let a = Agent::start(
+        &testdata("agent-delegator.yaml"),
+        AgentOptions::with_env(&[("DOWNSTREAM_URL", &b.url)]),
+    )
+    .await;
+    let (status, answer) = a.say_new("list resources").await;
+    assert_eq!(status, 201, "{answer}");
+    let (status, answer) = a.say_new("add resource sub-1 with value 1").await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(answer["result"]["waiting_approval"], true, "{answer}");
+    let text = scrape(&a).await;
+    for result in ["answered", "proxy_approval"] {
+        let series = format!(r#"asg_subagent_calls_total{{agent="downstream",result="{result}"}}"#);
+        assert_eq!(sample(&text, &series), Some(1.0), "{series}\n{text}");
+    }
+    assert_eq!(
+        sample(
+            &text,
+            r#"asg_tool_call_duration_seconds_count{tool="downstream",server="a2a",result="ok"}"#
+        ),
+        Some(2.0),
+        "{text}"
+    );
+}
+
+/// Webhook deliveries by result.
+#[tokio::test]
+async fn webhook_deliveries_are_counted() {
+    let fake = FakeHttp::start(vec![Reply::status(204, "")]).await;
+    let (_dir, config) = config_with(
+        "agent-resources.yaml",
+        &format!(
+            "approval:\n  webhooks:\n    - url: {}/hooks\n      secret_env: HOOK_SECRET\n",
+            fake.url
+        ),
+    );
+    let agent = Agent::start(
+        &config,
+        AgentOptions::with_env(&[("HOOK_SECRET", "hook-secret-0123456789")]),
+    )
+    .await;
+    let (status, answer) = agent
+        .post(
+            "/conversations",
+            json!({"message": "add resource w-1 with value 1"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let series = r#"asg_notifications_total{kind="webhook",result="delivered"}"#;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = scrape(&agent).await;
+        if sample(&text, series).is_some_and(|v| v >= 1.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{series} never counted:\n{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A Prometheus server scraping `target` every second, on a free port.

@@ -244,3 +244,58 @@ async fn the_proxy_sends_the_agents_own_host() {
     assert_eq!(refused.status(), 421);
     assert_eq!(fake.requests().len(), 1);
 }
+
+/// The `web` binary's `GET /metrics`: its requests by route template
+/// (never the raw path) and the process values; behind sign-in when
+/// sign-in is configured.
+#[tokio::test]
+async fn the_web_binary_serves_its_own_metrics() {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let dist = dist_with_index();
+    let web = WebServer::start(&agent.url, dist.path());
+    let http = reqwest::Client::new();
+    for path in ["/web/health", "/api/conversations/made-up-7c1d"] {
+        http.get(format!("{}{path}", web.url)).send().await.unwrap();
+    }
+    let response = http
+        .get(format!("{}/metrics", web.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = response.text().await.unwrap();
+    for series in [
+        r#"asg_http_requests_total{method="GET",route="/web/health",status="2xx"} 1"#,
+        r#"asg_http_requests_total{method="GET",route="/api/{*path}",status="4xx"} 1"#,
+        "process_resident_memory_bytes",
+    ] {
+        assert!(text.contains(series), "{series}\n{text}");
+    }
+    assert!(
+        !text.contains("made-up-7c1d"),
+        "a raw path in a label:\n{text}"
+    );
+
+    // With sign-in configured, a browser without a session gets 401.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("web.yaml");
+    std::fs::write(
+        &config,
+        "oauth2:\n  client_id: asg-web\n  auth_url: http://127.0.0.1:9/authorize\n  \
+         token_url: http://127.0.0.1:9/token\n  redirect_url: http://127.0.0.1:3000/auth/callback\n",
+    )
+    .unwrap();
+    let guarded = WebServer::start_with(&config, "127.0.0.1", &agent.url, dist.path());
+    let response = http
+        .get(format!("{}/metrics", guarded.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+}

@@ -69,7 +69,8 @@ async fn run(args: Args) -> Result<(), String> {
         let metrics = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|e| format!("cannot listen on metrics_listen {address}: {e}"))?;
-        println!("metrics on http://{address}/metrics");
+        let bound = metrics.local_addr().map_err(|e| e.to_string())?;
+        println!("metrics on http://{bound}/metrics");
         tokio::spawn(async move {
             if let Err(error) = axum::serve(metrics, asg_web_server::metrics::open_router()).await {
                 tracing::error!(%error, "the metrics listener stopped");
