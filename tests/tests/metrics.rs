@@ -487,4 +487,55 @@ async fn prometheus_scrapes_the_approval_metrics() {
             r.is_empty() || r.iter().all(|s| value(s) == 0.0)
         })
         .await;
+
+    dashboard_queries_run(&prometheus).await;
+}
+
+/// Every query of the Grafana dashboard (deploy/grafana) is valid PromQL
+/// for the real Prometheus, and the approval and tool panels have data
+/// after an approval.
+async fn dashboard_queries_run(prometheus: &Prometheus) {
+    let path = asg_tests::workspace_root().join("deploy/grafana/dashboards/agent-stop-and-go.json");
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 10, "{dashboard}");
+    let client = reqwest::Client::new();
+    for panel in panels {
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().expect("expr");
+            let url = reqwest::Url::parse_with_params(
+                &format!("{}/api/v1/query", prometheus.url),
+                [("query", expr)],
+            )
+            .unwrap();
+            let body: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+            assert_eq!(body["status"], "success", "{expr}: {body}");
+        }
+    }
+    for title in [
+        "Decisions per minute, by outcome",
+        "Tool call latency p95, by tool",
+    ] {
+        let panel = panels.iter().find(|p| p["title"] == title).expect(title);
+        let expr = panel["targets"][0]["expr"].as_str().unwrap();
+        prometheus.wait_for(expr, |r| !r.is_empty()).await;
+    }
+}
+
+/// `promtool` (Debian's prometheus package) accepts the compose stack's
+/// Prometheus configuration.
+#[test]
+fn the_compose_prometheus_config_is_valid() {
+    let config = asg_tests::workspace_root().join("deploy/prometheus/prometheus.yml");
+    let output = Command::new("/usr/bin/promtool")
+        .args(["check", "config", "--syntax-only"])
+        .arg(&config)
+        .output()
+        .expect("promtool (scripts/test.sh installs the prometheus package)");
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
