@@ -62,9 +62,9 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
             %path,
             status,
             latency_ms = format_args!("{latency_ms:.2}"),
+            trace_id = %trace_id.as_deref().unwrap_or("-"),
             %conversation,
             %sid,
-            trace_id = trace_id.as_deref().unwrap_or("-"),
             "request"
         )
     });

@@ -179,14 +179,26 @@ async fn generate(llm: &dyn LlmClient, request: LlmRequest) -> Result<LlmRespons
     let answer = llm.generate(&request).instrument(span.clone()).await;
     let metrics = crate::metrics::metrics();
     metrics.model_call(&model, answer.is_ok(), started.elapsed());
-    if let Ok(LlmResponse {
-        usage: Some(usage), ..
-    }) = &answer
-    {
-        metrics.model_tokens(&model, usage.input, usage.output);
+    match &answer {
+        Ok(LlmResponse {
+            usage: Some(usage), ..
+        }) => {
+            metrics.model_tokens(&model, usage.input, usage.output);
+            crate::telemetry::model_usage(&span, usage.input, usage.output);
+        }
+        Ok(_) => {}
+        Err(error) => crate::telemetry::model_failed(&span, error_type(error)),
     }
-    crate::telemetry::end_model_span(&span, &answer);
     answer
+}
+
+/// The span's `error.type` of a failed model call.
+fn error_type(error: &LlmError) -> &'static str {
+    match error {
+        LlmError::Timeout(_) => "timeout",
+        LlmError::Http { .. } => "http",
+        _ => "model_error",
+    }
 }
 
 impl NodeRun<'_, '_> {

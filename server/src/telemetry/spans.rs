@@ -11,7 +11,6 @@ use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::SPAN_TARGET;
-use crate::llm::{LlmError, LlmResponse};
 
 /// The server span of one HTTP request (`GET /conversations/{id}`).
 pub fn request_span(method: &str, route: &str, session: &str) -> Span {
@@ -66,28 +65,17 @@ pub fn model_span(described: &str) -> Span {
     )
 }
 
-/// Records tokens or the error on a model span.
-pub fn end_model_span(span: &Span, answer: &Result<LlmResponse, LlmError>) {
-    match answer {
-        Ok(response) => {
-            if let Some(usage) = response.usage {
-                span.record("gen_ai.usage.input_tokens", usage.input);
-                span.record("gen_ai.usage.output_tokens", usage.output);
-            }
-        }
-        Err(error) => {
-            span.record("error.type", error_type(error));
-            span.record("otel.status_code", "ERROR");
-        }
-    }
+/// Records the tokens the provider counted on a model span.
+pub fn model_usage(span: &Span, input: u64, output: u64) {
+    span.record("gen_ai.usage.input_tokens", input);
+    span.record("gen_ai.usage.output_tokens", output);
 }
 
-fn error_type(error: &LlmError) -> &'static str {
-    match error {
-        LlmError::Timeout(_) => "timeout",
-        LlmError::Http { .. } => "http",
-        _ => "model_error",
-    }
+/// Marks a model span failed, with the kind of failure (`timeout`,
+/// `http`, …).
+pub fn model_failed(span: &Span, error_type: &'static str) {
+    span.record("error.type", error_type);
+    span.record("otel.status_code", "ERROR");
 }
 
 /// One tool call: `execute_tool {tool}` with the MCP method and server
