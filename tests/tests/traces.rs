@@ -1,10 +1,13 @@
 //! OpenTelemetry traces from the real agents to an OTLP receiver
 //! (`asg_tests::otlp`): one trace from the caller through agent A, its
 //! sub-agent B and B's MCP tool, over HTTP/protobuf; the approval's
-//! events and recorded arguments over gRPC; JSON log lines with the
-//! trace id; nothing exported when the variables are unset.
+//! events and recorded arguments over gRPC; the trace context to an MCP
+//! server over HTTP (header and `_meta`); JSON log lines with the trace
+//! id; an unsupported protocol refused at start.
 
 use asg_tests::otlp::{OtlpReceiver, ReceivedSpan};
+use asg_tests::recording_proxy::RecordingProxy;
+use asg_tests::tool_server::ToolServer;
 use asg_tests::{Agent, AgentOptions, approval_uuid, config_with, response_text, testdata};
 use serde_json::{Value, json};
 
@@ -296,4 +299,68 @@ async fn an_unsupported_protocol_stops_the_start_with_its_name() {
         stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=\"http/json\""),
         "{stderr}"
     );
+}
+
+/// An MCP server over HTTP gets the tool span's `traceparent` twice: as
+/// the HTTP header and in the call's `_meta` (SEP-414). Multi-threaded:
+/// the proxy answers while `Agent::start` blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_mcp_server_gets_the_trace_as_a_header_and_in_meta() {
+    let receiver = OtlpReceiver::start_http().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tools_config = dir.path().join("mcp-resources.yaml");
+    std::fs::write(
+        &tools_config,
+        format!(
+            "host: 127.0.0.1\nport: 8090\ndb_path: {}\n",
+            dir.path().join("resources.db").display()
+        ),
+    )
+    .unwrap();
+    let tools = ToolServer::start("mcp-resources", &tools_config, 0);
+    let proxy = RecordingProxy::start(&tools.url).await;
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "name: http-tools\nprompt: You are a resource manager.\nhost: 127.0.0.1\n\
+             llm:\n  model: scripted:{}\nmcp_servers:\n  - name: resources\n    url: {}/mcp\n",
+            testdata("scripted/resources.yaml").display(),
+            proxy.url
+        ),
+    )
+    .unwrap();
+    let agent = Agent::start(&config, exporting_to(&receiver, &[])).await;
+    let (status, answer) = agent
+        .post_with(
+            "/conversations",
+            json!({"message": "list resources"}).to_string(),
+            &[("traceparent", &format!("00-{TRACE}-{CALLER_SPAN}-01"))],
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let spans = receiver
+        .wait_for("the tool call's span", |spans| {
+            spans
+                .iter()
+                .any(|s| s.name == "execute_tool resources_list")
+        })
+        .await;
+    let tool_span = one(&spans, "http-tools", "execute_tool resources_list");
+    assert_eq!(tool_span.trace_id, TRACE);
+    let expected = format!("00-{TRACE}-{}-01", tool_span.span_id);
+    let calls: Vec<_> = proxy
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.contains("\"tools/call\""))
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    let header = calls[0]
+        .headers
+        .iter()
+        .find(|(name, _)| name == "traceparent")
+        .map(|(_, value)| value.clone());
+    assert_eq!(header.as_deref(), Some(expected.as_str()), "{:?}", calls[0]);
+    let body: Value = serde_json::from_str(&calls[0].body).unwrap();
+    assert_eq!(body["params"]["_meta"]["traceparent"], expected, "{body}");
 }

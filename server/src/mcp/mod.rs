@@ -9,6 +9,7 @@
 mod availability;
 pub mod registry;
 pub mod server;
+mod traced_http;
 
 pub use availability::{ServerHealth, ServerStatus};
 pub use registry::{ToolCallError, ToolOutput, ToolRegistry};

@@ -29,8 +29,10 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceError, ServiceExt as _};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::task::JoinHandle;
+use tracing::Instrument as _;
 
 use super::registry::ToolCallError;
+use super::traced_http::TracedHttp;
 use crate::config::{McpServerConfig, expand_env};
 use crate::context::BearerToken;
 
@@ -292,8 +294,8 @@ impl McpServer {
     ) -> Result<CallToolResult, ToolCallError> {
         let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.expose());
         let attempt = async {
-            let transport = StreamableHttpClientTransport::from_config(config);
-            let mut client = client_config().serve(transport).await.map_err(|e| {
+            let transport = StreamableHttpClientTransport::with_client(TracedHttp::new(), config);
+            let mut client = serve_detached(transport).await.map_err(|e| {
                 self.unavailable(format!("cannot connect: {e}{}", sign_in_note(&e)))
             })?;
             let result = client.peer().call_tool(params).await;
@@ -366,8 +368,7 @@ impl McpServer {
                     if let Some(stderr) = stderr {
                         forward_stderr(self.name.clone(), stderr);
                     }
-                    client_config()
-                        .serve(transport)
+                    serve_detached(transport)
                         .await
                         .map_err(|e| format!("MCP initialization failed: {e}"))
                 }
@@ -376,8 +377,9 @@ impl McpServer {
                     if let Some(service) = service_token {
                         config = config.auth_header(service.token.expose());
                     }
-                    let transport = StreamableHttpClientTransport::from_config(config);
-                    client_config().serve(transport).await.map_err(|e| {
+                    let transport =
+                        StreamableHttpClientTransport::with_client(TracedHttp::new(), config);
+                    serve_detached(transport).await.map_err(|e| {
                         format!(
                             "MCP initialization at {url} failed: {e}{}",
                             self.refusal_note(&e)
@@ -448,6 +450,23 @@ impl McpServer {
 }
 
 /// Errors meaning the connection is gone (the process died, the stream
+/// Starts an MCP session on `transport` outside the current span: rmcp
+/// runs the session's task in the span it was started from, which would
+/// keep the first tool call's span open (and unexported) for as long as
+/// the connection lives.
+async fn serve_detached<T, E, A>(
+    transport: T,
+) -> Result<RunningService<RoleClient, ClientConfig>, rmcp::service::ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    client_config()
+        .serve(transport)
+        .instrument(tracing::Span::none())
+        .await
+}
+
 /// closed), as opposed to an error answer from a live server.
 fn is_transport_failure(e: &ServiceError) -> bool {
     matches!(
