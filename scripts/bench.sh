@@ -28,6 +28,9 @@
 # Then the overload phases: 1,000 clients doing turns, then GETs (30 s
 # each, 3 s with --quick) on fresh agents, their threads and RSS sampled,
 # and the web chat bundle's size (web/dist, from scripts/build-web.sh).
+# Then the cost of telemetry: the turn phase on fresh agents with
+# telemetry off, GET /metrics scraped every second, and traces exported
+# over OTLP/HTTP to a local sink (tests/src/bin/loadgen/telemetry.rs).
 # The last table is the issue's: work | ours | anchor | ratio | goal |
 # load average. The soft open-files limit is raised to the hard one (at
 # least 1,000 client sockets in the load generator and as many in the

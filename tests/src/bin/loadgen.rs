@@ -17,6 +17,9 @@
 //! (`loadgen/overload.rs`: 1,000 clients doing turns, then GETs, with the
 //! agent's threads and RSS sampled), and the web chat bundle's size. The
 //! last table puts ours beside each anchor (`loadgen/headline.rs`).
+//! Then the cost of telemetry: the turn phase on fresh agents with
+//! telemetry off, `/metrics` scraped every second, and traces exported
+//! over OTLP to a local sink (`loadgen/telemetry.rs`).
 //!
 //! Then, with `--store postgres|both` (the default), phases 4 and 5 again
 //! on an agent whose store is PostgreSQL, and once more on three agents
@@ -55,6 +58,8 @@ mod seed;
 mod server;
 #[path = "loadgen/stores.rs"]
 mod stores;
+#[path = "loadgen/telemetry.rs"]
+mod telemetry;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -375,6 +380,13 @@ async fn run(args: &Args) -> Result<()> {
     } else {
         None
     };
+    let overhead = if settings.store.json() {
+        let overhead = telemetry_overhead(&settings).await?;
+        println!("{}", overhead.table());
+        Some(overhead)
+    } else {
+        None
+    };
     if settings.store.postgres() {
         let http = http_client(settings.clients)?;
         runs.extend(stores::postgres(&settings, &http).await?);
@@ -388,12 +400,16 @@ async fn run(args: &Args) -> Result<()> {
             .as_ref()
             .map_or_else(|| serde_json::json!({}), Report::to_json);
         json["stores"] = stores::to_json(&runs);
+        if let Some(overhead) = &overhead {
+            json["telemetry"] = overhead.to_json();
+        }
         let text = serde_json::to_string_pretty(&json)?;
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
         println!("JSON written to {}", path.display());
     }
     let errors = report.as_ref().map_or(0, Report::total_errors)
+        + overhead.as_ref().map_or(0, telemetry::Overhead::errors)
         + runs
             .iter()
             .filter(|run| run.key != "json")
@@ -401,6 +417,17 @@ async fn run(args: &Args) -> Result<()> {
             .sum::<usize>();
     ensure!(errors == 0, "{errors} requests failed (see the tables)");
     Ok(())
+}
+
+/// The turn phase with telemetry off, metrics scraped and traces on
+/// (`loadgen/telemetry.rs`), on fresh agents in a temp dir.
+async fn telemetry_overhead(s: &Settings) -> Result<telemetry::Overhead> {
+    let tmp = tempfile::Builder::new()
+        .prefix("asg-loadgen-telemetry-")
+        .tempdir()
+        .context("cannot create a temp dir")?;
+    let http = http_client(s.clients)?;
+    telemetry::run(s, &http, tmp.path()).await
 }
 
 /// The main run (phases 1 to 5) on the JSON files; its phases 4 and 5
