@@ -57,6 +57,24 @@ async fn wait_until(
     }
 }
 
+/// The value of the sample `series` in the agent's `GET /metrics` (0
+/// when absent).
+async fn metric(agent: &Agent, series: &str) -> f64 {
+    let text = agent
+        .http
+        .get(format!("{}/metrics", agent.url))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.split(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn any_replica_serves_any_conversation_and_an_approval_runs_once_across_three() {
     let db = TestDb::create().await;
@@ -99,6 +117,13 @@ async fn any_replica_serves_any_conversation_and_an_approval_runs_once_across_th
         assert_eq!(runs(&shown, "resources_add"), 1, "{shown}");
         assert_eq!(shown["status"], "active", "{shown}");
     }
+    // Each replica counted its claims on the shared store.
+    let mut taken = 0.0;
+    for agent in &agents {
+        taken += metric(agent, r#"asg_store_claims_total{result="taken"}"#).await
+            + metric(agent, r#"asg_store_claims_total{result="waited"}"#).await;
+    }
+    assert!(taken >= 2.0, "claims counted: {taken}");
     // A replica with no cached copy answers the next turn from the store.
     let (status, next) = agents[1].say(&id, "list resources").await;
     assert_eq!(status, 200, "{next}");
@@ -197,6 +222,10 @@ async fn a_replica_killed_in_an_approved_call_is_taken_over_and_the_call_never_r
     );
     let took_over = others[0].log() + &others[1].log();
     assert!(took_over.contains("taking it over"), "{took_over}");
+    // Counted once, by the survivor that took it over.
+    let takeovers = metric(&others[0], "asg_store_lease_takeovers_total").await
+        + metric(&others[1], "asg_store_lease_takeovers_total").await;
+    assert_eq!(takeovers, 1.0);
     // The conversation goes on on the survivors.
     let (status, next) = others[0].say(&id, "list resources").await;
     assert_eq!(status, 200, "{next}");
