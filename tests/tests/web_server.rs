@@ -298,4 +298,36 @@ async fn the_web_binary_serves_its_own_metrics() {
         .await
         .unwrap();
     assert_eq!(response.status(), 401);
+
+    // metrics_listen: the metrics alone, without sign-in, on their own
+    // address.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!("metrics_listen: 127.0.0.1:{port}\n"));
+    std::fs::write(&config, text).unwrap();
+    let _listening = WebServer::start_with(&config, "127.0.0.1", &agent.url, dist.path());
+    let metrics_url = format!("http://127.0.0.1:{port}");
+    let response = http
+        .get(format!("{metrics_url}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("process_resident_memory_bytes")
+    );
+    let response = http
+        .get(format!("{metrics_url}/web/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404, "only /metrics there");
 }

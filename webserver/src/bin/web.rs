@@ -54,6 +54,9 @@ async fn run(args: Args) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    // Bound before the listening line, so a caller that waits for it
+    // finds both.
+    let metrics_listener = bind_metrics(&config).await?;
     println!(
         "web chat listening on http://{} (agent {}) — open http://{}:{}/",
         asg_http::process::shown(bound),
@@ -65,20 +68,34 @@ async fn run(args: Args) -> Result<(), String> {
         },
         bound.port()
     );
-    if let Some(address) = &config.metrics_listen {
-        let metrics = tokio::net::TcpListener::bind(address)
-            .await
-            .map_err(|e| format!("cannot listen on metrics_listen {address}: {e}"))?;
-        let bound = metrics.local_addr().map_err(|e| e.to_string())?;
-        println!("metrics on http://{bound}/metrics");
-        tokio::spawn(async move {
-            if let Err(error) = axum::serve(metrics, asg_web_server::metrics::open_router()).await {
-                tracing::error!(%error, "the metrics listener stopped");
-            }
-        });
+    if let Some(metrics) = metrics_listener {
+        serve_metrics(metrics)?;
     }
     axum::serve(listener, router(&config, bound.port()))
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| format!("server error: {e}"))
+}
+
+/// The `metrics_listen` address, bound, when configured.
+async fn bind_metrics(config: &WebConfig) -> Result<Option<tokio::net::TcpListener>, String> {
+    let Some(address) = &config.metrics_listen else {
+        return Ok(None);
+    };
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map(Some)
+        .map_err(|e| format!("cannot listen on metrics_listen {address}: {e}"))
+}
+
+/// `GET /metrics` alone on `listener`, for as long as the process runs.
+fn serve_metrics(listener: tokio::net::TcpListener) -> Result<(), String> {
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("metrics on http://{bound}/metrics");
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, asg_web_server::metrics::open_router()).await {
+            tracing::error!(%error, "the metrics listener stopped");
+        }
+    });
+    Ok(())
 }
