@@ -160,6 +160,27 @@ pub async fn serve(State(registry): State<Arc<Registry>>) -> Response {
     answer(&registry)
 }
 
+/// Checks a `metrics_listen` value: an IP address with a port.
+pub fn check_listen_address(address: &str) -> Result<(), String> {
+    address
+        .parse::<std::net::SocketAddr>()
+        .map(|_| ())
+        .map_err(|_| format!("{address:?} is not an address with a port, e.g. 127.0.0.1:9464"))
+}
+
+/// Serves `router` (`GET /metrics` alone) on `listener` for as long as
+/// the process runs, and prints where.
+pub fn serve_alone(listener: tokio::net::TcpListener, router: axum::Router) -> std::io::Result<()> {
+    let bound = listener.local_addr()?;
+    println!("metrics on http://{bound}/metrics");
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, router).await {
+            tracing::error!(%error, "the metrics listener stopped");
+        }
+    });
+    Ok(())
+}
+
 /// The standard `process_*` metrics, read from the OS at each scrape.
 #[derive(Debug)]
 struct ProcessCollector;

@@ -462,6 +462,27 @@ impl Agent {
             .collect()
     }
 
+    /// The `GET /metrics` text (an agent without `auth:`), checked to be
+    /// OpenMetrics.
+    pub async fn metrics(&self) -> String {
+        let response = self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .expect("GET /metrics");
+        assert_eq!(response.status(), 200);
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            content_type.starts_with("application/openmetrics-text"),
+            "{content_type}"
+        );
+        response.text().await.expect("metrics text")
+    }
+
     /// Waits until the log contains `needle` (up to 5 s); returns the log.
     pub async fn wait_log(&self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -646,6 +667,14 @@ pub fn mcp_children_for(data_dir: &Path) -> Vec<u32> {
         }
     }
     pids
+}
+
+/// The value of the sample `series` (`name{labels}`, labels as written,
+/// in order) in a metrics text.
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.split(' ').next()?.parse().ok())
 }
 
 /// A running `web` process (the chat server) on a free port.

@@ -11,7 +11,9 @@ use asg_tests::fake_gemini::{
     FAKE_OUTPUT_TOKENS, FAKE_PROMPT_TOKENS, FakeGemini, GeminiCall, GeminiReply,
 };
 use asg_tests::fake_http::{FakeHttp, Reply};
-use asg_tests::{Agent, AgentOptions, approval_uuid, config_with, conversation_id, testdata};
+use asg_tests::{
+    Agent, AgentOptions, approval_uuid, config_with, conversation_id, sample, testdata,
+};
 use serde_json::{Value, json};
 
 /// `GET /metrics`, with `bearer` as `Authorization: Bearer` when given.
@@ -23,26 +25,9 @@ async fn get_metrics(agent: &Agent, bearer: Option<&str>) -> reqwest::Response {
     request.send().await.expect("GET /metrics")
 }
 
-/// The metrics text of an agent without `auth:`, checked to be OpenMetrics.
+/// The metrics text of an agent without `auth:`.
 async fn scrape(agent: &Agent) -> String {
-    let response = get_metrics(agent, None).await;
-    assert_eq!(response.status(), 200);
-    let content_type = response.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        content_type.starts_with("application/openmetrics-text"),
-        "{content_type}"
-    );
-    response.text().await.expect("body")
-}
-
-/// The value of the sample `name{labels}` (labels as written, in order).
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|value| value.split(' ').next()?.parse().ok())
+    agent.metrics().await
 }
 
 #[tokio::test]

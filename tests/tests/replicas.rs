@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use asg_tests::a2a::{rpc, send_params};
 use asg_tests::pg::TestDb;
 use asg_tests::sse::EventStream;
-use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, testdata};
+use asg_tests::{Agent, AgentOptions, approval_uuid, conversation_id, poll, sample, testdata};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
@@ -60,19 +60,7 @@ async fn wait_until(
 /// The value of the sample `series` in the agent's `GET /metrics` (0
 /// when absent).
 async fn metric(agent: &Agent, series: &str) -> f64 {
-    let text = agent
-        .http
-        .get(format!("{}/metrics", agent.url))
-        .send()
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|value| value.split(' ').next()?.parse().ok())
-        .unwrap_or(0.0)
+    sample(&agent.metrics().await, series).unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -222,9 +210,14 @@ async fn a_replica_killed_in_an_approved_call_is_taken_over_and_the_call_never_r
     );
     let took_over = others[0].log() + &others[1].log();
     assert!(took_over.contains("taking it over"), "{took_over}");
-    // Counted once, by the survivor that took it over.
-    let takeovers = metric(&others[0], "asg_store_lease_takeovers_total").await
-        + metric(&others[1], "asg_store_lease_takeovers_total").await;
+    // Counted once, by the survivor that took it over (just after its
+    // save, which the others may see first).
+    let takeovers = poll("the takeover counted", Duration::from_secs(5), || async {
+        let sum = metric(&others[0], "asg_store_lease_takeovers_total").await
+            + metric(&others[1], "asg_store_lease_takeovers_total").await;
+        (sum > 0.0).then_some(sum)
+    })
+    .await;
     assert_eq!(takeovers, 1.0);
     // The conversation goes on on the survivors.
     let (status, next) = others[0].say(&id, "list resources").await;

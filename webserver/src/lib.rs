@@ -197,13 +197,9 @@ impl WebConfig {
                 config.agent_url
             ));
         }
-        if let Some(address) = &config.metrics_listen
-            && address.parse::<std::net::SocketAddr>().is_err()
-        {
-            return Err(format!(
-                "{}: metrics_listen: {address:?} is not an address with a port, e.g. 127.0.0.1:9465",
-                path.display()
-            ));
+        if let Some(address) = &config.metrics_listen {
+            asg_http::metrics::check_listen_address(address)
+                .map_err(|problem| format!("{}: metrics_listen: {problem}", path.display()))?;
         }
         config
             .check_public_names()

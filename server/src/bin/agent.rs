@@ -170,7 +170,8 @@ async fn run(args: Args) -> Result<(), String> {
         app.config.public_base_url(bound.port())
     );
     if let Some(listener) = metrics_listener {
-        serve_metrics(listener, app.metrics_router())?;
+        asg_http::metrics::serve_alone(listener, app.metrics_router())
+            .map_err(|e| format!("metrics_listen: {e}"))?;
     }
     let served = app
         .serve(listener, shutdown_signal())
@@ -178,16 +179,4 @@ async fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("server error: {e}"));
     telemetry.shutdown();
     served
-}
-
-/// `GET /metrics` on `metrics_listen`, for as long as the process runs.
-fn serve_metrics(listener: tokio::net::TcpListener, router: axum::Router) -> Result<(), String> {
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("metrics on http://{bound}/metrics");
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, router).await {
-            tracing::error!(%error, "the metrics listener stopped");
-        }
-    });
-    Ok(())
 }

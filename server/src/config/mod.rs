@@ -798,13 +798,9 @@ impl AgentConfig {
                 check_http_url(field, url)?;
             }
         }
-        if let Some(address) = &self.metrics_listen
-            && address.parse::<std::net::SocketAddr>().is_err()
-        {
-            return Err((
-                "metrics_listen".into(),
-                format!("{address:?} is not an address with a port, e.g. 127.0.0.1:9464"),
-            ));
+        if let Some(address) = &self.metrics_listen {
+            asg_http::metrics::check_listen_address(address)
+                .map_err(|problem| ("metrics_listen".to_string(), problem))?;
         }
         Ok(())
     }

@@ -69,7 +69,8 @@ async fn run(args: Args) -> Result<(), String> {
         bound.port()
     );
     if let Some(metrics) = metrics_listener {
-        serve_metrics(metrics)?;
+        asg_http::metrics::serve_alone(metrics, asg_web_server::metrics::open_router())
+            .map_err(|e| format!("metrics_listen: {e}"))?;
     }
     axum::serve(listener, router(&config, bound.port()))
         .with_graceful_shutdown(shutdown_signal())
@@ -86,16 +87,4 @@ async fn bind_metrics(config: &WebConfig) -> Result<Option<tokio::net::TcpListen
         .await
         .map(Some)
         .map_err(|e| format!("cannot listen on metrics_listen {address}: {e}"))
-}
-
-/// `GET /metrics` alone on `listener`, for as long as the process runs.
-fn serve_metrics(listener: tokio::net::TcpListener) -> Result<(), String> {
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("metrics on http://{bound}/metrics");
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, asg_web_server::metrics::open_router()).await {
-            tracing::error!(%error, "the metrics listener stopped");
-        }
-    });
-    Ok(())
 }
