@@ -124,6 +124,14 @@ async fn an_interrupted_approval_is_reported_not_run_again() {
     assert!(last["content"].as_str().unwrap().starts_with("Interrupted"));
     let (_, approvals) = agent.get("/approvals").await;
     assert_eq!(approvals["approvals"], json!([]));
+    // Counted as an approved call whose result is "interrupted".
+    assert_eq!(
+        asg_tests::sample(
+            &agent.metrics().await,
+            r#"asg_approved_calls_total{tool="resources_add",result="interrupted"}"#
+        ),
+        Some(1.0)
+    );
     let got = agent
         .decide(&approval.to_string(), json!({"approved": true}))
         .await;

@@ -217,6 +217,10 @@ async fn the_proxy_sends_the_agents_own_host() {
         .get(format!("{}/api/conversations", web.url))
         .header("host", format!("localhost:{}", port_of(&web.url)))
         .header("x-forwarded-host", "evil.example")
+        .header(
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        )
         .send()
         .await
         .unwrap();
@@ -233,6 +237,11 @@ async fn the_proxy_sends_the_agents_own_host() {
     let agent_host = fake.url.trim_start_matches("http://");
     assert_eq!(header("host").as_deref(), Some(agent_host));
     assert_eq!(header("x-forwarded-host"), None);
+    // The trace context goes on to the agent.
+    assert_eq!(
+        header("traceparent").as_deref(),
+        Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    );
 
     // A refused request never reaches it.
     let refused = reqwest::Client::new()

@@ -18,12 +18,16 @@ use super::auth::{WebAuth, json_error, sign_in_required};
 use super::security::check_same_origin;
 
 /// Request headers passed to the agent.
-const FORWARDED_REQUEST: [&str; 5] = [
+const FORWARDED_REQUEST: [&str; 7] = [
     "content-type",
     "accept",
     "authorization",
     "x-session-id",
     "last-event-id",
+    // W3C trace context: the browser's (or a gateway's) trace goes on
+    // into the agent's spans.
+    "traceparent",
+    "tracestate",
 ];
 
 /// Response headers passed back to the browser.

@@ -27,7 +27,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use asg_shared::Conversation;
+use asg_shared::{ApprovalState, Conversation};
 use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
@@ -136,6 +136,15 @@ impl Inner {
         let conversation = Arc::new(conversation);
         store_call::save(&self.store, conversation.clone()).await?;
         self.publish(slot, conversation);
+        // An approved call it was running may have run: its result is
+        // "interrupted".
+        if let Some(call) = snapshot
+            .pending()
+            .iter()
+            .find(|p| p.state == ApprovalState::Executing)
+        {
+            crate::metrics::metrics().approved_call(&call.tool_name, "interrupted");
+        }
         Ok(())
     }
 

@@ -27,7 +27,8 @@ pub struct ToolCallLabels {
 pub struct ApprovedCallLabels {
     /// The tool.
     pub tool: String,
-    /// `ok`, `error`, or `approval` (a sub-agent stopped for its own).
+    /// `ok`, `error`, `approval` (a sub-agent stopped for its own) or
+    /// `interrupted` (the process running it stopped: it may have run).
     pub result: &'static str,
 }
 

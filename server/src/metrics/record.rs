@@ -43,8 +43,8 @@ impl Metrics {
         }
     }
 
-    /// A call run after its approval: `result` is `ok`, `error` or
-    /// `approval`.
+    /// A call run after its approval: `result` is `ok`, `error`,
+    /// `approval` or `interrupted`.
     pub fn approved_call(&self, tool: &str, result: &'static str) {
         self.approved_calls
             .get_or_create(&ApprovedCallLabels {
