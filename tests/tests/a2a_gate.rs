@@ -163,6 +163,12 @@ async fn cancelling_a_task_on_a_rejects_the_sub_agents_approval() {
     assert_eq!(a.conversation(&id).await["status"], "canceled");
     let got = rpc(&a, "tasks/get", json!({"id": id})).await;
     assert_eq!(got["result"]["status"]["state"], "canceled", "{got}");
+    // In A's metrics: a cancellation through A2A.
+    let metrics = a.metrics().await;
+    assert!(
+        metrics.contains(r#"asg_approvals_decided_total{outcome="canceled",channel="#),
+        "{metrics}"
+    );
 
     // B does not wait any more, and nothing ran there.
     let b_view = b.conversation(&task).await;
