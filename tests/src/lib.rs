@@ -483,6 +483,13 @@ impl Agent {
         response.text().await.expect("metrics text")
     }
 
+    /// `asg_approvals_decided_total{outcome, channel}` now.
+    pub async fn decisions_counted(&self, outcome: &str, channel: &str) -> Option<f64> {
+        let series =
+            format!(r#"asg_approvals_decided_total{{outcome="{outcome}",channel="{channel}"}}"#);
+        sample(&self.metrics().await, &series)
+    }
+
     /// Waits until the log contains `needle` (up to 5 s); returns the log.
     pub async fn wait_log(&self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -53,14 +53,10 @@ async fn an_approver_edits_the_arguments_and_the_edit_runs_once() {
         .await;
     assert_eq!(status, 200, "{approved}");
     assert_eq!(agent.resource_names().await, ["web-2"]);
-    let metrics = agent.metrics().await;
     assert_eq!(
-        asg_tests::sample(
-            &metrics,
-            r#"asg_approvals_decided_total{outcome="edited",channel="rest"}"#
-        ),
+        agent.decisions_counted("edited", "rest").await,
         Some(1.0),
-        "an approval with edited arguments counts as edited: {metrics}"
+        "an approval with edited arguments counts as edited"
     );
     let conversation = &approved["conversation"];
     assert_eq!(conversation["decisions"][0]["edited_arguments"], edited);

@@ -39,6 +39,23 @@ fn one<'a>(spans: &'a [ReceivedSpan], service: &str, name: &str) -> &'a Received
     found[0]
 }
 
+/// The span holding the event `name`, and the event's attributes.
+fn with_event<'a>(
+    spans: &'a [ReceivedSpan],
+    name: &str,
+) -> (
+    &'a ReceivedSpan,
+    &'a std::collections::BTreeMap<String, String>,
+) {
+    spans
+        .iter()
+        .find_map(|span| {
+            let (_, attributes) = span.events.iter().find(|(event, _)| event == name)?;
+            Some((span, attributes))
+        })
+        .unwrap_or_else(|| panic!("no {name} event in {spans:#?}"))
+}
+
 /// Whether `span` descends from `ancestor` through parent links.
 fn descends(spans: &[ReceivedSpan], span: &ReceivedSpan, ancestor: &ReceivedSpan) -> bool {
     let mut parent = span.parent_span_id.clone();
@@ -229,33 +246,13 @@ async fn over_grpc_the_approval_is_in_both_traces_with_who_decided() {
         })
         .await;
     assert!(spans.iter().all(|s| s.service == "resources-under-test"));
-    let requested = spans
-        .iter()
-        .find(|s| {
-            s.events
-                .iter()
-                .any(|(name, _)| name == "approval.requested")
-        })
-        .unwrap_or_else(|| panic!("no approval.requested event in {spans:#?}"));
-    let (_, event) = requested
-        .events
-        .iter()
-        .find(|(name, _)| name == "approval.requested")
-        .unwrap();
+    let (requested, event) = with_event(&spans, "approval.requested");
     assert_eq!(event.get("approval.uuid"), Some(&uuid));
     assert_eq!(
         event.get("gen_ai.tool.name").map(String::as_str),
         Some("resources_add")
     );
-    let decided_in = spans
-        .iter()
-        .find(|s| s.events.iter().any(|(name, _)| name == "approval.decided"))
-        .unwrap_or_else(|| panic!("no approval.decided event in {spans:#?}"));
-    let (_, event) = decided_in
-        .events
-        .iter()
-        .find(|(name, _)| name == "approval.decided")
-        .unwrap();
+    let (decided_in, event) = with_event(&spans, "approval.decided");
     assert_eq!(event.get("approval.uuid"), Some(&uuid));
     assert_eq!(
         event.get("approval.outcome").map(String::as_str),

@@ -138,6 +138,35 @@ fn contents(messages: &[LlmMessage]) -> Vec<Value> {
     contents
 }
 
+/// One `functionCall` part (`part` holds its thought signature).
+fn function_call(part: &Value, call: &Value) -> Result<LlmToolCall, LlmError> {
+    let invalid = |what: &str| LlmError::InvalidResponse(what.to_string());
+    let name = call
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("a functionCall has no name"))?;
+    let arguments = match call.get("args") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(args)) => args.clone(),
+        Some(_) => return Err(invalid("functionCall args is not an object")),
+    };
+    let id = match call.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_string(),
+        // Gemini usually gives no id; the engine needs one that stays
+        // unique across turns and restarts.
+        _ => format!("call_{}", uuid::Uuid::new_v4().simple()),
+    };
+    Ok(LlmToolCall {
+        id,
+        name: name.to_string(),
+        arguments,
+        signature: part
+            .get("thoughtSignature")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
 /// Reads a `generateContent` answer.
 fn parse(body: &Value) -> Result<LlmResponse, LlmError> {
     let invalid = |what: &str| LlmError::InvalidResponse(what.to_string());
@@ -184,30 +213,7 @@ fn parse(body: &Value) -> Result<LlmResponse, LlmError> {
             text.push_str(t);
         }
         if let Some(call) = part.get("functionCall") {
-            let name = call
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| invalid("a functionCall has no name"))?;
-            let arguments = match call.get("args") {
-                None | Some(Value::Null) => Map::new(),
-                Some(Value::Object(args)) => args.clone(),
-                Some(_) => return Err(invalid("functionCall args is not an object")),
-            };
-            let id = match call.get("id").and_then(Value::as_str) {
-                Some(id) if !id.is_empty() => id.to_string(),
-                // Gemini usually gives no id; the engine needs one that stays
-                // unique across turns and restarts.
-                _ => format!("call_{}", uuid::Uuid::new_v4().simple()),
-            };
-            tool_calls.push(LlmToolCall {
-                id,
-                name: name.to_string(),
-                arguments,
-                signature: part
-                    .get("thoughtSignature")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            });
+            tool_calls.push(function_call(part, call)?);
         }
     }
     Ok(LlmResponse {
