@@ -14,7 +14,7 @@
 //! refuses the edit; an `ask` rule's named approvers must include the
 //! decider; a rule with `edit: false` refuses edits into it.
 
-use asg_shared::{Conversation, ConversationStatus, PendingApproval};
+use asg_shared::{Conversation, ConversationStatus, PendingApproval, QuestionReply};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -23,6 +23,7 @@ use crate::choice::Choice;
 use crate::decide::{CallFacts, Gate, Verdict, decide};
 use crate::lifecycle;
 use crate::principal::{Principal, Role};
+use crate::question;
 use crate::rules::ApprovalRules;
 
 /// What a door asks to do with a conversation.
@@ -40,6 +41,17 @@ pub enum Command<'a> {
     ManagePush,
     /// Decide one of its approvals.
     Decide(Decide<'a>),
+    /// Answer one of its questions.
+    Answer(Answer<'a>),
+}
+
+/// An answer as given.
+#[derive(Debug, Clone, Copy)]
+pub struct Answer<'a> {
+    /// The question.
+    pub uuid: Uuid,
+    /// The reply (checked against the question).
+    pub reply: &'a QuestionReply,
 }
 
 /// A decision as asked for.
@@ -80,6 +92,14 @@ pub enum Permit {
         /// The role the decider acts in.
         role: Role,
     },
+    /// Answer `pending`'s question, acting in `role` (`None`: as the
+    /// owner or a named answerer).
+    Answer {
+        /// The question, as it waits.
+        pending: Box<PendingApproval>,
+        /// The role the answerer acts in.
+        role: Option<Role>,
+    },
 }
 
 /// Why not. Doors map each to their protocol's answer.
@@ -95,7 +115,7 @@ pub enum Refusal {
     #[error("approval {0} was already resolved")]
     AlreadyResolved(Uuid),
     /// The conversation waits for an approval and takes no message.
-    #[error("conversation is waiting for approval {}; approve or reject it first", .0.uuid)]
+    #[error("{}", waiting_text(.0))]
     WaitingApproval(Box<PendingApproval>),
     /// The conversation is closed.
     #[error("conversation is closed (completed or canceled) and takes no more messages")]
@@ -108,6 +128,20 @@ pub enum Refusal {
     Invalid(String),
 }
 
+/// Why a waiting conversation takes no message.
+pub fn waiting_text(pending: &PendingApproval) -> String {
+    match pending.is_question() {
+        true => format!(
+            "conversation is waiting for an answer to question {}; answer it first",
+            pending.uuid
+        ),
+        false => format!(
+            "conversation is waiting for approval {}; approve or reject it first",
+            pending.uuid
+        ),
+    }
+}
+
 /// May `principal` do `command` on `conversation` now?
 pub fn authorize(
     principal: &Principal,
@@ -115,6 +149,11 @@ pub fn authorize(
     command: Command<'_>,
     policy: Policy<'_>,
 ) -> Result<Permit, Refusal> {
+    if let Command::Answer(answer) = command {
+        // Before the read check: a named answerer may answer in a
+        // conversation it cannot read.
+        return answer_question(principal, conversation, answer, policy);
+    }
     if !can_read(principal, conversation) {
         return Err(Refusal::NotFound);
     }
@@ -132,7 +171,48 @@ pub fn authorize(
             )),
         },
         Command::Decide(request) => decide_approval(principal, conversation, request, policy),
+        Command::Answer(answer) => answer_question(principal, conversation, answer, policy),
     }
+}
+
+/// Who may answer a question: those who may read the conversation or
+/// are named as its answerers see it (else not found); then
+/// [`question::can_answer`]; then whether the reply fits.
+fn answer_question(
+    principal: &Principal,
+    conversation: &Conversation,
+    answer: Answer<'_>,
+    policy: Policy<'_>,
+) -> Result<Permit, Refusal> {
+    let named = conversation
+        .pending_by_uuid(answer.uuid)
+        .and_then(|p| p.question.as_ref())
+        .is_some_and(|q| question::names_answerer(principal, q));
+    if !named && !can_read(principal, conversation) {
+        return Err(Refusal::NotFound);
+    }
+    let Some(pending) = lifecycle::resolvable(conversation, answer.uuid) else {
+        return Err(Refusal::AlreadyResolved(answer.uuid));
+    };
+    let Some(asked) = &pending.question else {
+        return Err(Refusal::Invalid(format!(
+            "{} is an approval, not a question; decide it with POST /approvals/{}",
+            answer.uuid, answer.uuid
+        )));
+    };
+    let role = question::can_answer(
+        principal,
+        conversation,
+        pending,
+        asked,
+        policy.separate_approver,
+    )
+    .map_err(Refusal::Forbidden)?;
+    question::check_reply(asked, answer.reply).map_err(Refusal::Invalid)?;
+    Ok(Permit::Answer {
+        pending: Box::new(pending.clone()),
+        role,
+    })
 }
 
 fn owner_only(principal: &Principal, conversation: &Conversation, what: &str) -> Refusal {
@@ -189,6 +269,12 @@ fn decide_approval(
     let Some(pending) = lifecycle::resolvable(conversation, request.uuid) else {
         return Err(Refusal::AlreadyResolved(request.uuid));
     };
+    if pending.is_question() {
+        return Err(Refusal::Invalid(format!(
+            "{} is a question, not an approval; answer it with POST /questions/{}",
+            request.uuid, request.uuid
+        )));
+    }
     let role = can_decide(principal, pending, policy.separate_approver)
         .map_err(|refusal| Refusal::Forbidden(refusal.to_string()))?;
     request

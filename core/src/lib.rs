@@ -8,6 +8,7 @@
 //! - [`lifecycle`]: the approval state machine over a conversation.
 //! - [`transition`]: the lifecycle as one transition function: a command
 //!   in, the conversation after it and the effects to carry out out.
+//! - [`question`]: questions for a human: who answers, what fits.
 //! - [`gate`]: the one authorization of every command a door brings
 //!   (send, read, decide, cancel, revoke), judged from the principal, the
 //!   conversation and the rule that raised the approval.
@@ -25,6 +26,7 @@ pub mod duration;
 pub mod gate;
 pub mod lifecycle;
 pub mod principal;
+pub mod question;
 pub mod rule_config;
 pub mod rules;
 pub mod transition;

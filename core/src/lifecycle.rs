@@ -296,6 +296,7 @@ pub fn pending(new: NewApproval) -> PendingApproval {
         expires_at: None,
         remind_at: None,
         reminded: false,
+        question: None,
     }
 }
 

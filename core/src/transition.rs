@@ -32,7 +32,7 @@ mod finish;
 
 use asg_shared::{
     Actor, ApprovalState, Conversation, ConversationStatus, Message, PendingApproval,
-    PipelineState, Role,
+    PipelineState, QuestionReply, Role,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -140,6 +140,13 @@ pub enum Command<'a> {
         /// Why (shown to the model on a rejection).
         reason: Option<&'a str>,
     },
+    /// A person's answer to one question.
+    Answer {
+        /// The question.
+        uuid: Uuid,
+        /// The reply.
+        reply: &'a QuestionReply,
+    },
     /// Refuse every pending approval and close the conversation.
     Cancel {
         /// Why.
@@ -198,6 +205,9 @@ pub struct CallOrder {
     pub arguments: Map<String, Value>,
     /// The approver's edit, when the arguments differ from the request.
     pub edited: Option<Map<String, Value>>,
+    /// A question's reply, forwarded to the sub-agent that asked it (a
+    /// local question's reply is recorded without a call).
+    pub reply: Option<QuestionReply>,
     /// What the order is part of.
     pub batch: Batch,
 }
@@ -343,6 +353,9 @@ pub fn apply(
         (Who::Person { principal, via }, Command::Decide { request, reason }) => {
             decision::decide(conversation, principal, via, request, reason, facts)
         }
+        (Who::Person { principal, via }, Command::Answer { uuid, reply }) => {
+            decision::answer(conversation, principal, via, uuid, reply, facts)
+        }
         (Who::Person { principal, via }, Command::Cancel { reason }) => {
             gate::authorize(principal, conversation, gate::Command::Cancel, facts.policy)?;
             let by = crate::access::actor(principal, None, via);
@@ -383,6 +396,7 @@ fn name(command: &Command<'_>) -> &'static str {
     match command {
         Command::Send { .. } => "send",
         Command::Decide { .. } => "decide",
+        Command::Answer { .. } => "answer",
         Command::Cancel { .. } => "cancel",
         Command::Expire { .. } => "expire",
         Command::Finished { .. } => "a call's result",

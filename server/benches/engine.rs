@@ -103,6 +103,7 @@ fn llm_node(name: &str, prompt: &str, model: &Arc<Timed>, key: &str) -> Node {
         tools: Default::default(),
         output_key: Some(key.into()),
         can_exit_loop: false,
+        ask_human: false,
     })
 }
 
@@ -175,6 +176,7 @@ async fn start_engine(tree: AgentTree, json_store: bool, dir: &Path) -> Engine {
         policy: Default::default(),
         audit: None,
         expiry: Default::default(),
+        questions: Default::default(),
     })
     .await
     .expect("engine")

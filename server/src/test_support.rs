@@ -35,6 +35,7 @@ pub fn scripted_parts(store: Arc<dyn Store>, rules: &str) -> EngineParts {
             tools: Default::default(),
             output_key: None,
             can_exit_loop: false,
+            ask_human: false,
         }),
         tools: Arc::new(ToolRegistry::empty()),
         agents: Arc::new(A2aClient::empty()),
@@ -47,6 +48,7 @@ pub fn scripted_parts(store: Arc<dyn Store>, rules: &str) -> EngineParts {
         policy: Default::default(),
         audit: None,
         expiry: Default::default(),
+        questions: Default::default(),
     }
 }
 

@@ -622,6 +622,15 @@ pub mod approval_keys {
     pub const REMOTE_AGENT_NAME: &str = "remote_agent_name";
     /// Task id at that sub-agent, when the approval is a proxy.
     pub const REMOTE_TASK_ID: &str = "remote_task_id";
+    /// A question for a human (text, choices, schema, url), in the data
+    /// part of a task waiting for an answer.
+    pub const QUESTION: &str = "question";
+    /// The answer in a continuation's data part (a string, or an object
+    /// matching the question's schema).
+    pub const ANSWER: &str = "answer";
+    /// `decline` or `cancel` instead of an answer, in a continuation's
+    /// data part.
+    pub const ACTION: &str = "action";
 }
 
 #[cfg(test)]

@@ -181,6 +181,74 @@ pub struct ApprovalDecision {
     /// The grant this approval also gave, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remembered: Option<GrantScope>,
+    /// True when the pending item was a [`Question`] (then `approved`
+    /// means answered, declined or canceled, and `reply` says which).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub question: bool,
+    /// A question's reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<QuestionReply>,
+}
+
+/// A question for a human: the model's `ask_human`, or an MCP server's
+/// elicitation during a tool call. It waits as a [`PendingApproval`]
+/// whose `question` is set; its answer becomes the call's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Question {
+    /// What is asked.
+    pub text: String,
+    /// The answer must be one of these, when given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
+    /// Form mode: the answer is an object matching this flat JSON schema
+    /// (string, number, integer, boolean, enum properties).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    /// URL mode (an MCP server's): the person opens this URL themselves
+    /// (the agent never fetches it) and answers `"done"` or declines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The MCP server that asked (absent: the model asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Roles or groups allowed to answer (`questions.answerers`); empty:
+    /// the conversation's owner.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answerers: Vec<String>,
+    /// Asked during an approved call: answered by whoever may decide
+    /// that approval (the approver rules apply).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approvers_answer: bool,
+}
+
+/// How a question was answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum QuestionReply {
+    /// Answered: a string, or an object matching the question's schema.
+    Accept {
+        /// The answer.
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+        answer: Value,
+    },
+    /// The person declined to answer.
+    Decline,
+    /// The person dismissed the question without deciding.
+    Cancel,
+}
+
+impl QuestionReply {
+    /// `accept`, `decline` or `cancel`.
+    pub fn action(&self) -> &'static str {
+        match self {
+            QuestionReply::Accept { .. } => "accept",
+            QuestionReply::Decline => "decline",
+            QuestionReply::Cancel => "cancel",
+        }
+    }
 }
 
 /// How far a remembered approval reaches.
@@ -303,6 +371,17 @@ pub struct PendingApproval {
     /// included).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reminded: bool,
+    /// Set when this pending item is a question for a human, not an
+    /// approval: it is answered (`POST /questions/{uuid}`), not decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<Box<Question>>,
+}
+
+impl PendingApproval {
+    /// Whether it is a question (answered), not an approval (decided).
+    pub fn is_question(&self) -> bool {
+        self.question.is_some()
+    }
 }
 
 /// Where a paused agent-tree run stands, so it can resume after approval.

@@ -82,6 +82,7 @@ pub fn pending_approval(tool: &str) -> PendingApproval {
         expires_at: None,
         remind_at: None,
         reminded: false,
+        question: None,
     }
 }
 

@@ -17,5 +17,6 @@ pub mod rest;
 
 pub use conversation::{
     Actor, ApprovalDecision, ApprovalState, BranchOutput, Conversation, ConversationStatus, Grant,
-    GrantScope, Message, PausedStep, PendingApproval, PipelineState, Role, ToolCall, ToolResult,
+    GrantScope, Message, PausedStep, PendingApproval, PipelineState, Question, QuestionReply, Role,
+    ToolCall, ToolResult,
 };

@@ -163,6 +163,58 @@ pub struct TurnResult {
     /// The pending approval, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<PendingApproval>,
+    /// The pending question, when the conversation waits for an answer
+    /// (`POST /questions/{uuid}`) instead of a decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<PendingApproval>,
+}
+
+/// `POST /questions/{uuid}` body: exactly one of `answer` (a string, or
+/// an object matching the question's schema) and `action` (`"decline"`
+/// or `"cancel"`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The answer.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<serde_json::Value>,
+    /// `"decline"` or `"cancel"` instead of an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+}
+
+impl AnswerRequest {
+    /// The reply the body carries, or a message naming the problem.
+    pub fn reply(self) -> Result<crate::QuestionReply, String> {
+        use crate::QuestionReply;
+        let action = self.action.as_deref().map(str::trim);
+        match (self.answer, action) {
+            (Some(serde_json::Value::Null), None) | (None, None) => Err(
+                "body must carry {\"answer\": <string or object>} or {\"action\": \"decline\"|\"cancel\"}"
+                    .into(),
+            ),
+            (Some(answer), None | Some("accept")) => Ok(QuestionReply::Accept { answer }),
+            (None, Some("decline")) => Ok(QuestionReply::Decline),
+            (None, Some("cancel")) => Ok(QuestionReply::Cancel),
+            (Some(_), Some(_)) => Err("give `answer` or `action`, not both".into()),
+            (None, Some(other)) => Err(format!(
+                "action must be \"decline\" or \"cancel\" (or give an `answer`), got {other:?}"
+            )),
+        }
+    }
+}
+
+/// `GET /questions`: one page of pending questions, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct QuestionList {
+    /// The questions (each a pending item with `question` set).
+    pub questions: Vec<PendingApproval>,
+    /// Pass as `cursor` for the next page; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// Answer of create / send / approve / get.

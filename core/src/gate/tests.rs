@@ -77,6 +77,8 @@ fn conversation(state: State) -> Conversation {
             reason: None,
             edited_arguments: None,
             remembered: None,
+            question: false,
+            reply: None,
         });
     }
     conversation

@@ -5,6 +5,7 @@
 
 use asg_shared::{
     Actor, ApprovalDecision, ApprovalState, Conversation, GrantScope, PendingApproval,
+    QuestionReply,
 };
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -18,6 +19,7 @@ use crate::duration::format_secs;
 use crate::gate::{self, Permit, Refusal};
 use crate::lifecycle::{self, DecidedBy};
 use crate::principal::Principal;
+use crate::question;
 
 /// The reason of a refusal for a configuration change.
 pub const CHANGED: &str = "the agent's configuration changed since this approval was requested";
@@ -92,6 +94,97 @@ fn pinned(pending: &PendingApproval, decision: Decision, facts: &Facts<'_>) -> D
     }
 }
 
+/// A person's answer to a question: authorized by the gate (who may
+/// answer, whether the reply fits), recorded, and its text recorded as
+/// the asking call's result at once (nothing runs), so the model or the
+/// pipeline goes on with it.
+pub(super) fn answer(
+    conversation: &Conversation,
+    principal: &Principal,
+    via: &str,
+    uuid: Uuid,
+    reply: &QuestionReply,
+    facts: &Facts<'_>,
+) -> Result<Transition, Refusal> {
+    let command = gate::Command::Answer(gate::Answer { uuid, reply });
+    let Permit::Answer { pending, role } =
+        gate::authorize(principal, conversation, command, facts.policy)?
+    else {
+        return Err(Refusal::Invalid("the gate did not permit an answer".into()));
+    };
+    let mut after = conversation.clone();
+    after.turn_in_progress = true;
+    let decision = Decision {
+        approve: true,
+        reason: None,
+        by: DecidedBy::Person(access::actor(principal, role, via)),
+    };
+    let audit = record_answer(&mut after, &pending, &decision, reply, facts);
+    let order = CallOrder {
+        pending: (*pending).clone(),
+        approve: true,
+        by: decision.by,
+        reason: None,
+        arguments: pending.tool_args.clone(),
+        edited: None,
+        reply: Some(reply.clone()),
+        batch: Batch::One,
+    };
+    if order.is_remote() {
+        // A sub-agent's question: the answer is forwarded there, once
+        // (saved as executing first, like an approved proxy call).
+        let mut executing = (*pending).clone();
+        executing.state = ApprovalState::Executing;
+        after.replace_pending(pending.uuid, executing);
+        return Ok(Transition {
+            conversation: after,
+            effects: vec![audit, Effect::Save, Effect::Call(Box::new(order))],
+        });
+    }
+    let result = CallResult::Done {
+        content: question::reply_text(reply),
+        is_error: false,
+    };
+    let mut then = finish::finished(&after, &order, result, facts);
+    then.effects.insert(0, audit);
+    Ok(then)
+}
+
+/// The answer on the conversation, and its audit line.
+fn record_answer(
+    conversation: &mut Conversation,
+    pending: &PendingApproval,
+    decision: &Decision,
+    reply: &QuestionReply,
+    facts: &Facts<'_>,
+) -> Effect {
+    let by = decision.by.actor();
+    conversation.decisions.push(ApprovalDecision {
+        approval_uuid: pending.uuid,
+        tool_name: pending.tool_name.clone(),
+        approved: true,
+        decided_by: by.clone(),
+        decided_at: facts.now,
+        reason: None,
+        edited_arguments: None,
+        remembered: None,
+        question: true,
+        reply: Some(reply.clone()),
+    });
+    Effect::Audit(Box::new(AuditEntry {
+        pending: pending.clone(),
+        decision: match reply {
+            QuestionReply::Accept { .. } => "answered",
+            QuestionReply::Decline => "declined",
+            QuestionReply::Cancel => "dismissed",
+        },
+        outcome: "answered",
+        by,
+        reason: None,
+        edited: None,
+    }))
+}
+
 /// The expiry's refusal of an approval whose deadline passed.
 pub(super) fn expire(
     conversation: &Conversation,
@@ -127,8 +220,14 @@ fn allowed_wait(approval: &PendingApproval) -> String {
     format_secs(secs.unsigned_abs())
 }
 
-/// What the model is told about an expired call.
+/// What the model is told about an expired call (or question).
 pub fn expired_text(approval: &PendingApproval) -> String {
+    if approval.is_question() {
+        return format!(
+            "The question expired after {} without an answer.",
+            allowed_wait(approval)
+        );
+    }
     format!(
         "The approval expired after {} without a decision; the call was not run.",
         allowed_wait(approval)
@@ -171,6 +270,7 @@ fn decided(
         reason: decision.reason,
         arguments: choice.arguments_for(pending),
         edited,
+        reply: None,
         batch: Batch::One,
     };
     if order.approve {
@@ -223,6 +323,8 @@ fn record(
         reason: decision.reason.clone(),
         edited_arguments: extras.edited.clone(),
         remembered: extras.remembered,
+        question: pending.is_question(),
+        reply: None,
     });
     Effect::Audit(Box::new(AuditEntry {
         pending: pending.clone(),
@@ -319,6 +421,7 @@ fn refuse_all(
             reason: decision.reason.clone(),
             arguments: one.tool_args.clone(),
             edited: None,
+            reply: None,
             batch: batch.clone(),
         };
         match order.is_remote() {

@@ -303,6 +303,7 @@ fn the_agents_own_transitions_as_a_table() {
         reason: None,
         arguments: Map::new(),
         edited: None,
+        reply: None,
         batch: Batch::One,
     };
     let ok = || CallResult::Done {
@@ -534,4 +535,117 @@ fn a_cancel_with_a_sub_agents_approval_closes_once_its_refusal_is_back() {
         *texts.last().unwrap(),
         "Canceled: resources_add was not run (no)."
     );
+}
+
+/// Alice's conversation waiting for a question (a sub-agent's, when
+/// `remote`).
+fn asking(remote: bool) -> Conversation {
+    let mut conversation = conversation(if remote { State::Proxy } else { State::Waiting });
+    let mut list = conversation.pending().to_vec();
+    list[0].question = crate::question::from_arguments(
+        json!({"question": "Which?", "choices": ["staging", "prod"]})
+            .as_object()
+            .unwrap(),
+    )
+    .ok()
+    .map(Box::new);
+    conversation.set_pending(list);
+    conversation
+}
+
+/// A row: name, a sub-agent's question, who, what, the effects or why not.
+type AnswerRow<'a> = (
+    &'a str,
+    bool,
+    Who<'a>,
+    Command<'a>,
+    Result<Vec<&'a str>, &'a str>,
+);
+
+#[test]
+fn an_answer_is_judged_recorded_and_becomes_the_calls_result() {
+    let prod = QuestionReply::Accept {
+        answer: json!("prod"),
+    };
+    let dev = QuestionReply::Accept {
+        answer: json!("dev"),
+    };
+    let (alice, bob, erin) = (alice(), bob(), erin());
+    let person = |principal| Who::Person {
+        principal,
+        via: "rest",
+    };
+    let answer = |reply| Command::Answer { uuid: FIRST, reply };
+    let none = Choice::default();
+    let table: [AnswerRow<'_>; 6] = [
+        (
+            "owner answers",
+            false,
+            person(&alice),
+            answer(&prod),
+            Ok(vec![
+                "audit answered",
+                "outcome succeeded",
+                "save",
+                "continue",
+            ]),
+        ),
+        (
+            "sub-agent's question is forwarded",
+            true,
+            person(&alice),
+            answer(&prod),
+            Ok(vec!["audit answered", "save", "forward true"]),
+        ),
+        (
+            "stranger",
+            false,
+            person(&bob),
+            answer(&prod),
+            Err("not found"),
+        ),
+        (
+            "approver is not the owner",
+            false,
+            person(&erin),
+            answer(&prod),
+            Err("only the principal that started"),
+        ),
+        (
+            "not a choice",
+            false,
+            person(&alice),
+            answer(&dev),
+            Err("one of \"staging\", \"prod\""),
+        ),
+        (
+            "a decision on a question",
+            false,
+            person(&alice),
+            decide(FIRST, true, &none),
+            Err("is a question"),
+        ),
+    ];
+    for (name, remote, who, command, expected) in table {
+        let got = with_facts(Config::Same, |facts| {
+            apply(&asking(remote), who, command, facts)
+        });
+        match (got, expected) {
+            (Ok(transition), Ok(effects)) => {
+                assert_eq!(words(&transition.effects), effects, "{name}");
+                let decision = &transition.conversation.decisions[0];
+                assert!(decision.question, "{name}");
+                assert_eq!(decision.reply.as_ref(), Some(&prod), "{name}");
+                if !remote {
+                    let result = transition.conversation.messages.last().unwrap();
+                    assert_eq!(result.content, "prod", "{name}");
+                    assert!(transition.conversation.pending().is_empty(), "{name}");
+                }
+            }
+            (Err(refusal), Err(why)) => {
+                assert!(refusal.to_string().contains(why), "{name}: {refusal}")
+            }
+            (got, expected) => panic!("{name}: got {got:?}, expected {expected:?}"),
+        }
+    }
 }

@@ -65,6 +65,9 @@ pub struct RemoteApproval {
     pub tool_args: Map<String, Value>,
     /// Its description.
     pub description: String,
+    /// Set when the sub-agent asks a question instead (its `question`
+    /// data): answered here, the answer is forwarded.
+    pub question: Option<Box<asg_shared::Question>>,
 }
 
 /// What a delegation produced.
@@ -394,12 +397,24 @@ pub struct RemoteDecision {
     pub approval_uuid: Option<String>,
     /// Why (a rejection's reason).
     pub reason: Option<String>,
+    /// A question's reply, sent instead of `approve`.
+    pub reply: Option<asg_shared::QuestionReply>,
 }
 
 impl RemoteDecision {
     fn data(&self) -> Map<String, Value> {
         let mut data = Map::new();
-        data.insert(approval_keys::APPROVED.into(), Value::Bool(self.approve));
+        match &self.reply {
+            Some(asg_shared::QuestionReply::Accept { answer }) => {
+                data.insert(approval_keys::ANSWER.into(), answer.clone());
+            }
+            Some(reply) => {
+                data.insert(approval_keys::ACTION.into(), Value::from(reply.action()));
+            }
+            None => {
+                data.insert(approval_keys::APPROVED.into(), Value::Bool(self.approve));
+            }
+        }
         if let Some(uuid) = &self.approval_uuid {
             data.insert(
                 approval_keys::APPROVAL_UUID.into(),
@@ -530,6 +545,9 @@ pub fn delegation_of(task: &Task) -> Delegation {
                     .cloned()
                     .unwrap_or_default(),
                 description: text(approval_keys::DESCRIPTION).unwrap_or(status_text),
+                question: data
+                    .get(approval_keys::QUESTION)
+                    .and_then(|q| serde_json::from_value(q.clone()).ok()),
             })
         }
         state => Delegation::Failed(if status_text.is_empty() {

@@ -143,6 +143,22 @@ pub fn history(conversation: &Conversation, at: &TaskRef, limit: Option<usize>) 
 /// The agent's message asking for an approval: a text part for a human
 /// and a data part for a program.
 pub fn approval_message(pending: &PendingApproval, at: &TaskRef) -> A2aMessage {
+    if let Some(question) = &pending.question {
+        let how = match (&question.url, question.choices.is_empty(), &question.schema) {
+            (Some(url), _, _) => format!(
+                "Open {url} yourself, then reply with a data part {{\"answer\": \"done\"}} (or {{\"action\": \"decline\"}})."
+            ),
+            (None, false, _) => format!("Reply with one of: {}.", question.choices.join(", ")),
+            (None, true, Some(_)) => {
+                "Reply with a data part {\"answer\": {…}} matching the question's schema.".into()
+            }
+            (None, true, None) => "Reply with the answer as text.".into(),
+        };
+        let text = format!("Question: {} {how}", question.text);
+        let mut message = agent_message(pending.uuid.to_string(), at, &text);
+        message.parts.push(Part::data(approval_data(pending)));
+        return message;
+    }
     let text = format!(
         "Approval required: {}. Reply \"approved\" or \"rejected\" to this task \
          (or send a data part {{\"approved\": true|false}}).",
@@ -214,6 +230,13 @@ fn approval_data(pending: &PendingApproval) -> Map<String, Value> {
             approval_keys::REMOTE_TASK_ID.into(),
             Value::from(task.as_str()),
         );
+    }
+    if let Some(question) = pending
+        .question
+        .as_ref()
+        .and_then(|q| serde_json::to_value(q).ok())
+    {
+        data.insert(approval_keys::QUESTION.into(), question);
     }
     data
 }

@@ -107,6 +107,7 @@ pub async fn approvals_index(
     let status: Option<ApprovalState> =
         parse_status(query.status.as_deref(), "pending, executing")?;
     let query = crate::store::PendingQuery {
+        questions: Some(false),
         requested_by: crate::auth::policy::approvals_seen_by(&caller),
         proxies: false,
         state: status,

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::Html;
 use utoipa::OpenApi;
 
-use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system};
+use super::{AgentInfo, AppState, approvals, conversations, events, inbox, questions, system};
 
 /// The OpenAPI description of the REST API.
 #[derive(OpenApi)]
@@ -29,6 +29,8 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system
         approvals::approvals_resolve,
         approvals::approvals_index,
         approvals::grants_revoke,
+        questions::questions_index,
+        questions::questions_answer,
         inbox::inbox_events,
         a2a_rpc,
         agent_card,
@@ -38,6 +40,7 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, system
         (name = "system", description = "Health and tools"),
         (name = "conversations", description = "Conversations and messages"),
         (name = "approvals", description = "The human in the loop"),
+        (name = "questions", description = "Questions for a human: the model's ask_human and MCP elicitation"),
         (name = "a2a", description = "The same agent over A2A v0.3 (JSON-RPC 2.0): other agents and A2A SDKs"),
     )
 )]

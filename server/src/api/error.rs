@@ -15,6 +15,7 @@ impl From<EngineError> for ApiError {
         match error {
             EngineError::ConversationNotFound(_)
             | EngineError::ApprovalNotFound(_)
+            | EngineError::QuestionNotFound(_)
             | EngineError::GrantNotFound { .. } => ApiError::not_found(message),
             EngineError::WaitingApproval(pending) => {
                 ApiError::new(StatusCode::CONFLICT, "waiting_approval", message)

@@ -137,6 +137,7 @@ pub const FIRST_LIST_LIMIT: usize = 500;
 /// filtered there (never every pending approval of every conversation).
 async fn pending(engine: Engine, caller: Principal) -> Result<InboxEvent, ApiError> {
     let query = crate::store::PendingQuery {
+        questions: None,
         requested_by: policy::approvals_seen_by(&caller),
         limit: FIRST_LIST_LIMIT,
         ..Default::default()

@@ -16,6 +16,7 @@ pub mod guard;
 pub mod inbox;
 pub mod logging;
 pub mod page;
+pub mod questions;
 pub mod rendered;
 pub mod system;
 
@@ -121,6 +122,8 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals", get(approvals::approvals_index))
         .route("/events", get(inbox::inbox_events))
         .route("/approvals/{uuid}", post(approvals::approvals_resolve))
+        .route("/questions", get(questions::questions_index))
+        .route("/questions/{uuid}", post(questions::questions_answer))
         .route(
             "/conversations/{id}/grants/{tool}",
             delete(approvals::grants_revoke),
@@ -172,10 +175,15 @@ pub(crate) fn conversation_response(
 
 /// A turn's answer as REST words it.
 fn turn_result(answer: TurnAnswer) -> TurnResult {
+    let (question, approval) = match answer.approval {
+        Some(pending) if pending.is_question() => (Some(pending), None),
+        approval => (None, approval),
+    };
     TurnResult {
         response: answer.response,
         waiting_approval: answer.waiting_approval,
-        approval: answer.approval,
+        approval,
+        question,
     }
 }
 

@@ -88,7 +88,9 @@ impl App {
                 separate_approver: config.approval.separate_approver,
             },
             audit: Some(Arc::new(audit)),
-            expiry: ExpiryPolicy::from_config(&config.approval),
+            expiry: ExpiryPolicy::from_config(&config.approval)
+                .with_questions(config.questions.expires_after.map(|d| d.get())),
+            questions: crate::engine::QuestionPolicy::from_config(&config.questions),
         })
         .await
         .map_err(|e| StartupError(e.to_string()))?;

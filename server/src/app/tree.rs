@@ -73,6 +73,7 @@ impl Builder<'_> {
                 tools: self.tools_for(node)?,
                 output_key: node.output_key.clone(),
                 can_exit_loop: node.can_exit_loop,
+                ask_human: node.questions.unwrap_or(self.config.questions.enabled),
             }),
             NodeKind::Sequential => Node::Sequential(GroupNode {
                 name: node.name.clone(),

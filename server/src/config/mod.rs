@@ -95,6 +95,10 @@ pub struct AgentConfig {
     /// Approval policy.
     #[serde(default)]
     pub approval: ApprovalConfig,
+    /// Questions for a human: the model's `ask_human` tool, and who
+    /// answers questions (the model's and MCP servers').
+    #[serde(default)]
+    pub questions: QuestionsConfig,
     /// Most tool calls one turn may chain before giving up.
     #[serde(default = "default_max_tool_steps")]
     pub max_tool_steps: usize,
@@ -132,6 +136,28 @@ pub struct AgentConfig {
     /// validation, which moves them into `a2a`.
     #[serde(skip)]
     pub sub_agent_scopes: BTreeMap<String, String>,
+}
+
+/// `questions:` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionsConfig {
+    /// Offer the built-in `ask_human` tool to every `llm` node (a node's
+    /// own `questions:` wins).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Roles or groups that may answer; empty: the conversation's owner.
+    #[serde(default)]
+    pub answerers: Vec<String>,
+    /// A question still unanswered this long after it was asked expires
+    /// (the model is told); default: `approval.expires_after`.
+    #[serde(default)]
+    pub expires_after: Option<ConfigDuration>,
+    /// Longest an MCP server's elicitation waits for its answer while
+    /// the tool call stays open (default 10m); past it the call is
+    /// recorded as interrupted.
+    #[serde(default)]
+    pub elicitation_timeout: Option<ConfigDuration>,
 }
 
 /// `store:` section.

@@ -5,11 +5,15 @@
 use serde::Deserialize;
 
 /// Webhook event names, in the order the approval lifecycle reaches them.
-pub const EVENTS: [&str; 4] = [
+pub const EVENTS: [&str; 8] = [
     "approval.requested",
     "approval.reminded",
     "approval.decided",
     "approval.expired",
+    "question.asked",
+    "question.reminded",
+    "question.answered",
+    "question.expired",
 ];
 
 /// Shortest signing secret accepted, in bytes.

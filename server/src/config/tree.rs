@@ -71,6 +71,10 @@ pub struct NodeConfig {
     /// `llm`: only these tools (by name).
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// `llm`: offer the built-in `ask_human` tool (`true`), or not
+    /// (`false`); absent: `questions.enabled`.
+    #[serde(default)]
+    pub questions: Option<bool>,
     /// `llm`: only the tools of these MCP servers (by name).
     #[serde(default)]
     pub mcp_servers: Option<Vec<String>>,
@@ -115,6 +119,7 @@ impl NodeConfig {
             output_key: None,
             can_exit_loop: false,
             tools: None,
+            questions: None,
             mcp_servers: None,
             agents: Vec::new(),
             max_iterations: None,
@@ -314,6 +319,7 @@ fn check_fields_apply(node: &NodeConfig, field: &str) -> Result<(), (String, Str
         not_for(node.model.is_some(), "model")?;
         not_for(node.can_exit_loop, "can_exit_loop")?;
         not_for(node.tools.is_some(), "tools")?;
+        not_for(node.questions.is_some(), "questions")?;
         not_for(node.mcp_servers.is_some(), "mcp_servers")?;
     }
     if node.kind != NodeKind::Loop {

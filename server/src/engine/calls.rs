@@ -3,6 +3,7 @@
 //! approval itself; that becomes a proxy approval here.
 
 use asg_shared::PendingApproval;
+use asg_shared::QuestionReply;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 use uuid::Uuid;
@@ -146,6 +147,7 @@ pub async fn forward_decision(
     pending: &PendingApproval,
     approve: bool,
     reason: Option<&str>,
+    reply: Option<&QuestionReply>,
 ) -> CallOutcome {
     let agent_name = pending.remote_agent_name.as_deref().unwrap_or_default();
     let task_id = pending.remote_task_id.as_deref().unwrap_or_default();
@@ -161,6 +163,7 @@ pub async fn forward_decision(
         approve,
         approval_uuid: pending.remote_approval_uuid.clone(),
         reason: reason.map(str::to_string),
+        reply: reply.cloned(),
     };
     let mut outcome = forward_once(inner, ctx, agent, task_id, decision).await;
     if !approve {
@@ -178,6 +181,7 @@ pub async fn forward_decision(
                 approve: false,
                 approval_uuid: approval.approval_uuid.clone(),
                 reason: reason.map(str::to_string),
+                reply: None,
             };
             outcome = forward_once(inner, ctx, agent, task_id, next).await;
         }
@@ -212,10 +216,10 @@ async fn forward_once(
         remote_approval = ?decision.approval_uuid,
         "forwarding approval decision to sub-agent"
     );
-    let text = if decision.approve {
-        "approved"
-    } else {
-        "rejected"
+    let text = match (&decision.reply, decision.approve) {
+        (Some(_), _) => "answered",
+        (None, true) => "approved",
+        (None, false) => "rejected",
     };
     let sent = inner
         .agents
@@ -360,14 +364,23 @@ pub fn proxy_approval(
     agent: &str,
     remote: RemoteApproval,
 ) -> PendingApproval {
+    let description = match &remote.question {
+        Some(question) => format!("{agent} asks: {}", question.text),
+        None => format!("{agent} asks for approval: {}", remote.description),
+    };
     let mut pending = approval::pending(approval::NewApproval {
         uuid: Uuid::new_v4(),
         conversation_id,
         tool_name: remote.tool_name,
         tool_args: remote.tool_args,
-        description: format!("{agent} asks for approval: {}", remote.description),
+        description,
         call_id: call_id.to_string(),
         node,
+    });
+    // Answered here by this agent's answerers (set when it is stamped).
+    pending.question = remote.question.map(|mut question| {
+        question.answerers.clear();
+        question
     });
     pending.remote_task_id = Some(remote.task_id);
     pending.remote_agent_name = Some(agent.to_string());

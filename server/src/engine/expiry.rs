@@ -57,6 +57,8 @@ pub struct ExpiryPolicy {
     remind_after: Option<Duration>,
     /// By rule index: an `ask` rule's `expires_after`.
     per_rule: Vec<Option<Duration>>,
+    /// `questions.expires_after`: a question's own deadline.
+    questions: Option<Duration>,
 }
 
 impl ExpiryPolicy {
@@ -70,6 +72,16 @@ impl ExpiryPolicy {
                 .iter()
                 .map(|rule| rule.expires_after.map(|d| d.get()))
                 .collect(),
+            questions: None,
+        }
+    }
+
+    /// Questions expire after `after` (`questions.expires_after`)
+    /// instead of `approval.expires_after`.
+    pub fn with_questions(self, after: Option<Duration>) -> ExpiryPolicy {
+        ExpiryPolicy {
+            questions: after,
+            ..self
         }
     }
 
@@ -129,9 +141,14 @@ impl Expiry {
         if pending.expires_at.is_some() || pending.remind_at.is_some() || pending.reminded {
             return;
         }
-        let (expires_at, remind_at) = self
+        let (mut expires_at, remind_at) = self
             .policy
             .deadlines(pending.rule.as_deref(), pending.created_at);
+        if let (true, Some(after)) = (pending.is_question(), self.policy.questions) {
+            expires_at = chrono::Duration::from_std(after)
+                .ok()
+                .and_then(|d| pending.created_at.checked_add_signed(d));
+        }
         pending.expires_at = expires_at;
         pending.remind_at = remind_at;
     }

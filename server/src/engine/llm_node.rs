@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use asg_shared::{Grant, Message, PendingApproval, Role, ToolCall, ToolResult};
+use asg_shared::{Grant, Message, PendingApproval, Question, Role, ToolCall, ToolResult};
 use async_trait::async_trait;
 use serde_json::json;
 use tracing::Instrument;
@@ -22,6 +22,7 @@ use crate::context::RequestContext;
 use crate::llm::{LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolCall, ToolSpec};
 
 pub use asg_core::decide::{EXIT_LOOP_TOOL, Gate};
+use asg_core::question::{self, ASK_HUMAN_TOOL};
 
 /// Where a node's messages go.
 #[async_trait]
@@ -82,6 +83,9 @@ pub struct Invocation<'a> {
 /// earlier call of the step waits for one.
 enum Plan {
     Decided(Decision, Option<Uuid>),
+    /// The model's `ask_human`: the question as checked (or what is
+    /// wrong with it), and the uuid it waits under.
+    Ask(Result<Question, String>, Uuid),
     Skip,
 }
 
@@ -89,7 +93,16 @@ impl Plan {
     fn verdict(&self) -> Option<&Verdict> {
         match self {
             Plan::Decided(decision, _) => Some(&decision.verdict),
-            Plan::Skip => None,
+            Plan::Ask(..) | Plan::Skip => None,
+        }
+    }
+
+    /// The uuid the call waits under, when it stops for a human.
+    fn waits_under(&self) -> Option<Uuid> {
+        match self {
+            Plan::Decided(_, uuid) => *uuid,
+            Plan::Ask(Ok(_), uuid) => Some(*uuid),
+            Plan::Ask(Err(_), _) | Plan::Skip => None,
         }
     }
 }
@@ -107,6 +120,9 @@ pub async fn run(
     let mut tools: Vec<ToolSpec> = inner.catalog.current().offered(&inv.node.tools);
     if inv.exit_loop {
         tools.push(exit_loop_spec());
+    }
+    if inv.node.ask_human {
+        tools.push(ask_human_spec());
     }
     let gate = inv.gate.clone();
     let mut run = NodeRun {
@@ -313,8 +329,13 @@ impl Step<'_> {
     /// Runs, refuses or gates one call as planned.
     async fn perform(&self, call: LlmToolCall, plan: Plan) -> Performed {
         let (inner, ctx, node) = (self.inner, self.ctx, self.node);
-        let Plan::Decided(decision, uuid) = plan else {
-            return Performed::Result(result_message(&call.id, &call.name, skipped_text(), true));
+        let (decision, uuid) = match plan {
+            Plan::Decided(decision, uuid) => (decision, uuid),
+            Plan::Ask(question, uuid) => return self.ask(call, question, uuid),
+            Plan::Skip => {
+                let text = skipped_text();
+                return Performed::Result(result_message(&call.id, &call.name, text, true));
+            }
         };
         if let Some(rule) = &decision.rule {
             tracing::info!(node = %node.name, tool = %call.name, %rule, "{}", decision.reason);
@@ -369,6 +390,36 @@ impl Step<'_> {
                 Performed::Result(result_message(&call.id, &call.name, content, true))
             }
         }
+    }
+
+    /// The model's question: it waits for a human as a pending item
+    /// (a question cannot wait inside a node that runs without pauses).
+    fn ask(&self, call: LlmToolCall, question: Result<Question, String>, uuid: Uuid) -> Performed {
+        let refused = |why: String| {
+            let text = format!("Not asked: {why}.");
+            Performed::Result(result_message(&call.id, &call.name, text, true))
+        };
+        let question = match question {
+            Ok(question) => question,
+            Err(why) => return refused(why),
+        };
+        if *self.gate != Gate::Approve {
+            return refused(format!(
+                "a question cannot wait for its answer inside this node ({:?})",
+                self.gate
+            ));
+        }
+        let mut pending = approval::pending(approval::NewApproval {
+            uuid,
+            conversation_id: self.conversation_id,
+            tool_name: call.name,
+            tool_args: call.arguments,
+            description: question.text.clone(),
+            call_id: call.id,
+            node: Some(self.node.name.clone()),
+        });
+        pending.question = Some(Box::new(question));
+        Performed::Paused(Box::new(pending))
     }
 
     /// The approval a gated call waits for.
@@ -436,6 +487,11 @@ fn plan(
             if gated {
                 return Plan::Skip;
             }
+            if call.name == ASK_HUMAN_TOOL && offered.iter().any(|t| t.name == ASK_HUMAN_TOOL) {
+                let question = question::from_arguments(&call.arguments);
+                gated = question.is_ok();
+                return Plan::Ask(question, Uuid::new_v4());
+            }
             let facts = CallFacts {
                 tool: &call.name,
                 arguments: &call.arguments,
@@ -457,10 +513,7 @@ fn tool_call(call: &LlmToolCall, plan: &Plan) -> ToolCall {
         name: call.name.clone(),
         arguments: call.arguments.clone(),
         needs_approval: matches!(plan.verdict(), Some(Verdict::Ask { .. })),
-        approval_uuid: match plan {
-            Plan::Decided(_, uuid) => *uuid,
-            Plan::Skip => None,
-        },
+        approval_uuid: plan.waits_under(),
         provider_signature: call.signature.clone(),
     }
 }
@@ -485,6 +538,14 @@ fn skipped_text() -> String {
     "Not run: an earlier call of the same step is waiting for approval. \
      Ask again after the decision."
         .to_string()
+}
+
+fn ask_human_spec() -> ToolSpec {
+    ToolSpec {
+        name: ASK_HUMAN_TOOL.to_string(),
+        description: question::ASK_HUMAN_DESCRIPTION.to_string(),
+        input_schema: question::ask_human_input_schema(),
+    }
 }
 
 fn exit_loop_spec() -> ToolSpec {

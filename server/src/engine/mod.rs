@@ -30,6 +30,7 @@ mod index;
 mod llm_node;
 mod pause;
 pub mod pin;
+mod question;
 mod read_cache;
 mod reconcile;
 mod replicas;
@@ -65,6 +66,7 @@ pub use choice::Choice;
 pub use expiry::ExpiryPolicy;
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
+pub use question::QuestionPolicy;
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
 pub use asg_core::gate::Command;
@@ -103,8 +105,11 @@ pub enum EngineError {
     /// No approval with that uuid.
     #[error("approval {0} not found")]
     ApprovalNotFound(Uuid),
+    /// No question with that uuid.
+    #[error("question {0} not found")]
+    QuestionNotFound(Uuid),
     /// The conversation waits for an approval and takes no message.
-    #[error("conversation is waiting for approval {}; approve or reject it first", .0.uuid)]
+    #[error("{}", asg_core::gate::waiting_text(.0))]
     WaitingApproval(Box<PendingApproval>),
     /// The approval was already decided (or its call already ran).
     #[error("approval {uuid} was already resolved")]
@@ -221,6 +226,8 @@ pub struct EngineParts {
     pub audit: Option<Arc<AuditLog>>,
     /// When undecided approvals expire and are reminded.
     pub expiry: ExpiryPolicy,
+    /// Who answers questions; how long an elicitation may wait.
+    pub questions: QuestionPolicy,
 }
 
 /// Who may decide approvals, beyond holding the approver role.
@@ -283,6 +290,8 @@ struct Inner {
     audit: Option<Arc<AuditLog>>,
     /// Approval deadlines and the task that acts on them.
     expiry: expiry::Expiry,
+    /// Who answers questions.
+    questions: QuestionPolicy,
     subscribers: SubscriberLimits,
     index: ConversationIndex,
     /// Conversations read recently, so reading them again reads no file.
@@ -319,6 +328,7 @@ impl Engine {
                 policy: parts.policy,
                 audit: parts.audit,
                 expiry: expiry::Expiry::new(parts.expiry),
+                questions: parts.questions,
                 subscribers: SubscriberLimits::new(
                     parts.limits.max_subscribers_per_conversation,
                     parts.limits.max_subscribers,
@@ -640,6 +650,7 @@ impl Engine {
         let mut after = None;
         loop {
             let query = PendingQuery {
+                questions: Some(false),
                 requested_by: None,
                 proxies: false,
                 state: Some(asg_shared::ApprovalState::Pending),

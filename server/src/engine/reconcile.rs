@@ -67,6 +67,7 @@ impl Engine {
     /// the approval as it is; deciding it later reconciles again.
     pub async fn reconcile_proxy_approvals(&self) {
         let mut query = crate::store::PendingQuery {
+            questions: Some(false),
             proxies: true,
             state: Some(ApprovalState::Pending),
             limit: RECONCILE_PAGE,

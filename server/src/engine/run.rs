@@ -474,9 +474,15 @@ impl Exec {
     async fn withdraw_remote_stops(&self, stops: &[Stop]) {
         let reason = "another branch of the parallel step failed";
         for stop in stops.iter().filter(|s| s.pending.remote_task_id.is_some()) {
-            let outcome =
-                calls::forward_decision(&self.inner, &self.ctx, &stop.pending, false, Some(reason))
-                    .await;
+            let outcome = calls::forward_decision(
+                &self.inner,
+                &self.ctx,
+                &stop.pending,
+                false,
+                Some(reason),
+                None,
+            )
+            .await;
             if let CallOutcome::Done { content, .. } = outcome {
                 tracing::info!(approval = %stop.pending.uuid, %content, "sub-agent's approval withdrawn: the parallel step failed");
             }

@@ -56,6 +56,8 @@ pub struct LlmNode {
     pub output_key: Option<String>,
     /// Offer the `exit_loop` tool.
     pub can_exit_loop: bool,
+    /// Offer the built-in `ask_human` tool.
+    pub ask_human: bool,
 }
 
 /// A `sequential` or `parallel` node.

@@ -265,6 +265,7 @@ impl<'a> Turn<'a> {
         pipeline: Option<PipelineState>,
     ) -> Result<TurnOutcome, EngineError> {
         let response = match pending.as_slice() {
+            [one] if one.is_question() => format!("Question: {}", one.description),
             [one] => format!("Approval required: {}", one.description),
             many => format!(
                 "Approvals required ({}): {}",
@@ -284,8 +285,15 @@ impl<'a> Turn<'a> {
     /// A new approval as it is saved: with who asked, its deadlines and
     /// the config fingerprint (the store finds it by uuid once saved).
     fn stamp(&self, mut pending: PendingApproval) -> PendingApproval {
-        tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
-        crate::metrics::metrics().approval_requested(&pending.tool_name);
+        if let Some(question) = &mut pending.question {
+            tracing::info!(question = %pending.uuid, node = ?pending.node, "the run waits for an answer");
+            if question.answerers.is_empty() && !question.approvers_answer {
+                question.answerers = self.inner.questions.answerers.clone();
+            }
+        } else {
+            tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
+            crate::metrics::metrics().approval_requested(&pending.tool_name);
+        }
         crate::telemetry::approval_requested(&pending.tool_name, &pending.uuid.to_string());
         if pending.requested_by.is_none() {
             pending.requested_by = self.requester.clone();

@@ -1,6 +1,7 @@
 //! Approval webhooks: every approval requested, reminded, decided or
-//! expired (from the engine's operator inbox) becomes one signed JSON
-//! POST per configured webhook that wants it.
+//! expired, and every question asked, reminded, answered or expired
+//! (`question.*`), from the engine's operator inbox, becomes one signed
+//! JSON POST per configured webhook that wants it.
 //!
 //! Body: `{"event", "delivery", "time", "agent", "approval", "link"}`;
 //! headers `X-ASG-Event`, `X-ASG-Delivery` and `X-ASG-Signature:
@@ -85,12 +86,20 @@ pub struct Event {
 pub fn event_of(inbox: &InboxEvent) -> Option<Event> {
     let (name, conversation, approval) = match inbox {
         InboxEvent::ApprovalRequested { approval } => (
-            "approval.requested",
+            pick(
+                approval.is_question(),
+                "question.asked",
+                "approval.requested",
+            ),
             approval.conversation_id,
             serde_json::to_value(approval).ok()?,
         ),
         InboxEvent::ApprovalReminder { approval } => (
-            "approval.reminded",
+            pick(
+                approval.is_question(),
+                "question.reminded",
+                "approval.reminded",
+            ),
             approval.conversation_id,
             serde_json::to_value(approval).ok()?,
         ),
@@ -101,10 +110,11 @@ pub fn event_of(inbox: &InboxEvent) -> Option<Event> {
         } => {
             let by = &decision.decided_by;
             let expired = by.subject == EXPIRY_SUBJECT && by.role.as_deref() == Some(EXPIRY_ROLE);
-            let name = if expired {
-                "approval.expired"
-            } else {
-                "approval.decided"
+            let name = match (decision.question, expired) {
+                (true, true) => "question.expired",
+                (true, false) => "question.answered",
+                (false, true) => "approval.expired",
+                (false, false) => "approval.decided",
             };
             let approval =
                 json!({"uuid": uuid, "conversation_id": conversation_id, "decision": decision});
@@ -117,6 +127,14 @@ pub fn event_of(inbox: &InboxEvent) -> Option<Event> {
         conversation,
         approval,
     })
+}
+
+/// A question's event name, or an approval's.
+fn pick(question: bool, asked: &'static str, approval: &'static str) -> &'static str {
+    match question {
+        true => asked,
+        false => approval,
+    }
 }
 
 /// The web chat's URL of a conversation: the chat selects the

@@ -36,7 +36,7 @@ use rows::put_entry;
 
 /// Bump when the schema or the meaning of a column changes: an older
 /// catalog is then rebuilt.
-const FORMAT: &str = "1";
+const FORMAT: &str = "2";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -70,7 +70,8 @@ CREATE TABLE IF NOT EXISTS pending (
     created_at INTEGER NOT NULL,
     state TEXT NOT NULL,
     requested_by TEXT,
-    proxy INTEGER NOT NULL
+    proxy INTEGER NOT NULL,
+    question INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS pending_oldest ON pending (created_at, uuid);
 CREATE INDEX IF NOT EXISTS pending_of ON pending (conversation_id);

@@ -126,6 +126,9 @@ pub struct PendingQuery {
     pub proxies: bool,
     /// Only in this state.
     pub state: Option<ApprovalState>,
+    /// Only questions (`Some(true)`), only approvals (`Some(false)`), or
+    /// both.
+    pub questions: Option<bool>,
     /// After this `(created_at, uuid)` (a cursor).
     pub after: Option<(DateTime<Utc>, Uuid)>,
     /// At most this many.
@@ -145,6 +148,7 @@ impl PendingQuery {
         asked
             && (!self.proxies || approval.remote_task_id.is_some())
             && self.state.is_none_or(|state| state == approval.state)
+            && self.questions.is_none_or(|q| q == approval.is_question())
     }
 }
 

@@ -48,6 +48,7 @@ pub(super) async fn page(pool: &PgPool, query: &PendingQuery) -> Result<PendingP
            AND (NOT $2 OR approval->>'remote_task_id' IS NOT NULL) \
            AND ($3::text IS NULL OR coalesce(approval->>'state', 'pending') = $3) \
            AND ($4::timestamptz IS NULL OR at > $4 OR (at = $4 AND uuid > $5)) \
+           AND ($7::boolean IS NULL OR (approval->'question' IS NOT NULL) = $7) \
          ORDER BY at, uuid LIMIT $6"
     );
     let rows = limited(
@@ -58,6 +59,7 @@ pub(super) async fn page(pool: &PgPool, query: &PendingQuery) -> Result<PendingP
             .bind(at)
             .bind(uuid)
             .bind(i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX))
+            .bind(query.questions)
             .fetch_all(pool),
     )
     .await?;

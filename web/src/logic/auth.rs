@@ -277,6 +277,8 @@ mod tests {
             reason: reason.map(str::to_string),
             edited_arguments: None,
             remembered: None,
+            question: false,
+            reply: None,
         };
         let list = vec![
             decision(1, true, None),

@@ -362,6 +362,8 @@ mod tests {
             reason: None,
             edited_arguments: None,
             remembered: None,
+            question: false,
+            reply: None,
         };
         assert_eq!(decision_notes(&decision), DecisionNotes::default());
         decision.edited_arguments = Some(map(json!({"name": "web-2", "value": 7})));

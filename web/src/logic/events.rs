@@ -447,6 +447,8 @@ mod tests {
             reason: Some("ok".into()),
             edited_arguments: None,
             remembered: Some(asg_shared::GrantScope::Conversation),
+            question: false,
+            reply: None,
         };
         let events = [
             ConversationEvent::Snapshot {

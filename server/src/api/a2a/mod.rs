@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use asg_shared::a2a::{A2aMessage, JsonRpcResponse, Part, Task, TaskState, error_codes};
-use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
+use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval, QuestionReply};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -193,6 +193,8 @@ pub(crate) enum Action {
     Send(Uuid, String),
     /// A decision on the pending approval (second) of a conversation.
     Decide(Uuid, Uuid, Decision),
+    /// An answer to the pending question (second) of a conversation.
+    Answer(Uuid, Uuid, QuestionReply),
     /// Text for a conversation that waits for this decision: not
     /// processed.
     StillWaiting(Box<PendingApproval>),
@@ -203,7 +205,7 @@ impl Action {
     pub(crate) fn task(&self) -> Option<Uuid> {
         match self {
             Action::Create(_) => None,
-            Action::Send(id, _) | Action::Decide(id, _, _) => Some(*id),
+            Action::Send(id, _) | Action::Decide(id, _, _) | Action::Answer(id, _, _) => Some(*id),
             Action::StillWaiting(pending) => Some(pending.conversation_id),
         }
     }
@@ -221,6 +223,8 @@ pub(crate) async fn prepare(
     let text = checked_text(message)?;
     let decision = rpc::decision(message)
         .map_err(|e| RpcError::invalid_params(format!("params.message: {e}")))?;
+    let reply = rpc::reply(message)
+        .map_err(|e| RpcError::invalid_params(format!("params.message: {e}")))?;
     let Some(raw) = &message.task_id else {
         if text.trim().is_empty() {
             return Err(no_text(message));
@@ -234,7 +238,12 @@ pub(crate) async fn prepare(
     if !call.has_session {
         call.ctx.session_id = conversation.session_id.clone();
     }
-    let action = continue_action(&conversation, id, message, text, decision)?;
+    let said = Said {
+        text,
+        decision,
+        reply,
+    };
+    let action = continue_action(&conversation, id, message, said)?;
     Ok((action, client_context.or(Some(known))))
 }
 
@@ -292,16 +301,35 @@ fn check_context(client_context: Option<&str>, known: &str, id: Uuid) -> Result<
     Ok(())
 }
 
+/// What a continuation says: its text, and the decision or answer its
+/// parts (or its whole text) carry.
+struct Said {
+    text: String,
+    decision: Option<Decision>,
+    reply: Option<rpc::Reply>,
+}
+
 /// What a message to an existing task asks for, given the task's state.
 fn continue_action(
     conversation: &Conversation,
     id: Uuid,
     message: &A2aMessage,
-    text: String,
-    decision: Option<Decision>,
+    said: Said,
 ) -> Result<Action, RpcError> {
     let pending: Vec<&PendingApproval> = conversation.pending().iter().collect();
     let waiting = pending.iter().any(|p| p.state == ApprovalState::Pending);
+    if waiting
+        && conversation.status == ConversationStatus::WaitingApproval
+        && let Some(action) = question_action(id, &pending, &said)?
+    {
+        return Ok(action);
+    }
+    if said.reply.is_some() {
+        return Err(RpcError::invalid_params(format!(
+            "task {id} is not waiting for an answer to a question; an approval is decided with a data part {{\"approved\": true|false}}"
+        )));
+    }
+    let Said { text, decision, .. } = said;
     match (conversation.status, !waiting, decision) {
         (ConversationStatus::Completed | ConversationStatus::Canceled, _, _) => {
             Err(RpcError::invalid_params(format!(
@@ -320,6 +348,48 @@ fn continue_action(
         }),
         _ => Ok(Action::Send(id, text)),
     }
+}
+
+/// The answer a continuation gives to a waiting question: the one it
+/// names, else the only pending item (or the only question, for an
+/// explicit answer). An answer is its data part, else its whole text;
+/// `None` when the target is an approval.
+fn question_action(
+    id: Uuid,
+    pending: &[&PendingApproval],
+    said: &Said,
+) -> Result<Option<Action>, RpcError> {
+    let named = said
+        .reply
+        .as_ref()
+        .and_then(|r| r.uuid.clone())
+        .or_else(|| said.decision.as_ref().and_then(|d| d.approval_uuid.clone()));
+    let questions: Vec<&&PendingApproval> = pending.iter().filter(|p| p.is_question()).collect();
+    let target = match named {
+        Some(named) => pending
+            .iter()
+            .find(|p| Uuid::parse_str(named.trim()).is_ok_and(|u| u == p.uuid)),
+        None if pending.len() == 1 => pending.first(),
+        None if said.reply.is_some() && questions.len() == 1 => questions.first().copied(),
+        None if said.reply.is_some() => {
+            return Err(RpcError::invalid_params(format!(
+                "task {id} waits for {} questions; name the one you answer with approval_uuid in the data part",
+                questions.len()
+            )));
+        }
+        None => None,
+    };
+    let Some(question) = target.filter(|p| p.is_question()) else {
+        return Ok(None);
+    };
+    let reply = match (&said.reply, said.text.trim()) {
+        (Some(reply), _) => reply.reply.clone(),
+        (None, "") => return Ok(Some(Action::StillWaiting(Box::new((*question).clone())))),
+        (None, text) => QuestionReply::Accept {
+            answer: Value::from(text),
+        },
+    };
+    Ok(Some(Action::Answer(id, question.uuid, reply)))
 }
 
 /// What a message to a task waiting for decisions asks for: the decision
@@ -385,6 +455,7 @@ pub(crate) async fn execute(
                 .resolve_approval(uuid, ctx, d.approve, d.reason)
                 .await
         }
+        Action::Answer(_, uuid, reply) => engine.answer_question(uuid, ctx, reply).await,
         Action::StillWaiting(pending) => Err(EngineError::WaitingApproval(pending)),
     }
 }
@@ -416,6 +487,7 @@ pub(crate) fn engine_error(error: &EngineError) -> RpcError {
     match error {
         EngineError::ConversationNotFound(id) => RpcError::task_not_found(&id.to_string()),
         EngineError::ApprovalNotFound(_)
+        | EngineError::QuestionNotFound(_)
         | EngineError::InvalidInput(_)
         | EngineError::GrantNotFound { .. }
         | EngineError::Completed(_) => RpcError::invalid_params(error.to_string()),

@@ -236,6 +236,57 @@ pub struct Decision {
     pub approval_uuid: Option<String>,
 }
 
+/// An answer to a question read from a continuation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The answer, or decline / cancel.
+    pub reply: asg_shared::QuestionReply,
+    /// The question the client meant, if it named one (`approval_uuid`).
+    pub uuid: Option<String>,
+}
+
+/// Reads an answer: a data part with `answer` (a string or an object) or
+/// `action` (`decline`, `cancel`), optionally naming its `approval_uuid`.
+/// `Ok(None)` when the message has none.
+pub fn reply(message: &A2aMessage) -> Result<Option<Reply>, String> {
+    use asg_shared::QuestionReply;
+    let mut found = None;
+    for part in &message.parts {
+        let Part::Data { data, .. } = part else {
+            continue;
+        };
+        let answer = data.get(approval_keys::ANSWER);
+        let action = data
+            .get(approval_keys::ACTION)
+            .map(|a| a.as_str().map(str::trim));
+        let reply = match (answer, action) {
+            (None, None) => continue,
+            (Some(_), Some(_)) => return Err("give `answer` or `action`, not both".into()),
+            (Some(answer), None) => QuestionReply::Accept {
+                answer: answer.clone(),
+            },
+            (None, Some(Some("decline"))) => QuestionReply::Decline,
+            (None, Some(Some("cancel"))) => QuestionReply::Cancel,
+            (None, Some(other)) => {
+                return Err(format!(
+                    "data part field `action` must be \"decline\" or \"cancel\", got {other:?}"
+                ));
+            }
+        };
+        if found.is_some() {
+            return Err("the message holds several answers; send one message per question".into());
+        }
+        found = Some(Reply {
+            reply,
+            uuid: data
+                .get(approval_keys::APPROVAL_UUID)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        });
+    }
+    Ok(found)
+}
+
 /// Reads a decision: a data part with a boolean `approved` (optional
 /// `reason`, `approval_uuid`), or a whole text of approved / approve / yes
 /// or rejected / reject / no (case-insensitive, trimmed).

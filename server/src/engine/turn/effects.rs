@@ -70,7 +70,16 @@ impl Turn<'_> {
         let outcome = if order.is_remote() {
             let reason = order.reason.as_deref().filter(|_| !order.approve);
             tracing::info!(approval = %pending.uuid, approve = order.approve, "forwarding the decision to the sub-agent");
-            calls::forward_decision(&self.inner, &self.ctx, pending, order.approve, reason).await
+            let reply = order.reply.as_ref();
+            calls::forward_decision(
+                &self.inner,
+                &self.ctx,
+                pending,
+                order.approve,
+                reason,
+                reply,
+            )
+            .await
         } else if order.approve {
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
             calls::execute(

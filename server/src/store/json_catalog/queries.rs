@@ -89,6 +89,9 @@ pub(super) fn pending_rows(
     if query.proxies {
         sql.push(" AND proxy", []);
     }
+    if let Some(questions) = query.questions {
+        sql.push(" AND question = ?", [Value::Integer(i64::from(questions))]);
+    }
     if let Some(state) = query.state {
         let state = crate::store::state_name(state).to_string();
         sql.push(" AND state = ?", [Value::Text(state)]);

@@ -29,6 +29,7 @@ struct Pending {
     state: &'static str,
     requested_by: Option<String>,
     proxy: bool,
+    question: bool,
 }
 
 impl Pending {
@@ -39,6 +40,7 @@ impl Pending {
             state: crate::store::state_name(approval.state),
             requested_by: approval.requested_by.as_ref().map(|by| by.subject.clone()),
             proxy: approval.remote_task_id.is_some(),
+            question: approval.is_question(),
         }
     }
 }
@@ -98,8 +100,8 @@ pub(super) fn put_entry(
     }
     tx.execute("DELETE FROM pending WHERE conversation_id = ?1", [id])?;
     let mut pending = tx.prepare_cached(
-        "INSERT INTO pending (uuid, conversation_id, created_at, state, requested_by, proxy) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uuid) DO NOTHING",
+        "INSERT INTO pending (uuid, conversation_id, created_at, state, requested_by, proxy, question) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (uuid) DO NOTHING",
     )?;
     for p in &entry.pending {
         pending.execute(params![
@@ -108,7 +110,8 @@ pub(super) fn put_entry(
             p.created_at,
             p.state,
             p.requested_by,
-            p.proxy
+            p.proxy,
+            p.question
         ])?;
     }
     Ok(())
