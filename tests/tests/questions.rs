@@ -343,3 +343,71 @@ async fn a_question_is_answered_over_a2a() {
     let done = a2a::rpc(&agent, "message/send", a2a::send_params("prod", Some(&id))).await;
     assert_eq!(done["result"]["status"]["state"], "completed", "{done}");
 }
+
+#[tokio::test]
+async fn a_sub_agents_question_is_answered_on_the_first_agent_and_forwarded() {
+    let b = Agent::start(
+        &asg_tests::testdata("agent-questions.yaml"),
+        AgentOptions::default(),
+    )
+    .await;
+    let a = Agent::start(
+        &asg_tests::testdata("agent-delegator.yaml"),
+        AgentOptions::with_env(&[("DOWNSTREAM_URL", &b.url)]),
+    )
+    .await;
+    let (_, asked) = a.say_new("deploy").await;
+    let uuid = question_uuid(&asked);
+    let question = &asked["result"]["question"];
+    assert_eq!(question["remote_agent_name"], "downstream", "{asked}");
+    assert_eq!(question["question"]["text"], "Which environment?");
+    assert_eq!(question["description"], "downstream asks: Which environment?");
+
+    let wrong = answer(&a, &uuid, json!({"answer": "dev"})).await;
+    assert!(refused(&wrong, 422).contains("one of"), "checked on A too");
+    let (status, answered) = answer(&a, &uuid, json!({"answer": "prod"})).await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(
+        answered["result"]["response"],
+        "Downstream answered: Going on with: prod"
+    );
+    let (_, on_b) = b.get("/conversations").await;
+    let id = on_b["conversations"][0]["id"].as_str().unwrap().to_string();
+    let conversation = b.conversation(&id).await;
+    assert_eq!(conversation["status"], "active", "{conversation}");
+    assert_eq!(
+        conversation["decisions"][0]["reply"],
+        json!({"action": "accept", "answer": "prod"}),
+        "answered once on B"
+    );
+    assert_eq!(conversation["decisions"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn webhooks_tell_a_question_asked_and_answered() {
+    use asg_tests::fake_http::{FakeHttp, Reply};
+    let fake = FakeHttp::start(vec![Reply::status(204, "")]).await;
+    let extra = format!(
+        "approval:\n  webhooks:\n    - url: {}/hooks\n      secret_env: HOOK_SECRET\n",
+        fake.url
+    );
+    let (_dir, config) = config_with("agent-questions.yaml", &extra);
+    let env = [("HOOK_SECRET", "hook-secret-0123456789")];
+    let agent = Agent::start(&config, AgentOptions::with_env(&env)).await;
+    let (_, asked) = agent.say_new("deploy").await;
+    let uuid = question_uuid(&asked);
+    assert_eq!(answer(&agent, &uuid, json!({"answer": "prod"})).await.0, 200);
+    let events = poll("two deliveries", Duration::from_secs(10), || async {
+        let bodies: Vec<Value> = fake
+            .requests()
+            .iter()
+            .filter_map(|r| serde_json::from_str(&r.body).ok())
+            .collect();
+        (bodies.len() >= 2).then_some(bodies)
+    })
+    .await;
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(names, ["question.asked", "question.answered"], "{events:?}");
+    assert_eq!(events[0]["approval"]["question"]["text"], "Which environment?");
+    assert_eq!(events[1]["approval"]["decision"]["reply"]["answer"], "prod");
+}
