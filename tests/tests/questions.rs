@@ -361,7 +361,10 @@ async fn a_sub_agents_question_is_answered_on_the_first_agent_and_forwarded() {
     let question = &asked["result"]["question"];
     assert_eq!(question["remote_agent_name"], "downstream", "{asked}");
     assert_eq!(question["question"]["text"], "Which environment?");
-    assert_eq!(question["description"], "downstream asks: Which environment?");
+    assert_eq!(
+        question["description"],
+        "downstream asks: Which environment?"
+    );
 
     let wrong = answer(&a, &uuid, json!({"answer": "dev"})).await;
     assert!(refused(&wrong, 422).contains("one of"), "checked on A too");
@@ -396,7 +399,10 @@ async fn webhooks_tell_a_question_asked_and_answered() {
     let agent = Agent::start(&config, AgentOptions::with_env(&env)).await;
     let (_, asked) = agent.say_new("deploy").await;
     let uuid = question_uuid(&asked);
-    assert_eq!(answer(&agent, &uuid, json!({"answer": "prod"})).await.0, 200);
+    assert_eq!(
+        answer(&agent, &uuid, json!({"answer": "prod"})).await.0,
+        200
+    );
     let events = poll("two deliveries", Duration::from_secs(10), || async {
         let bodies: Vec<Value> = fake
             .requests()
@@ -408,6 +414,9 @@ async fn webhooks_tell_a_question_asked_and_answered() {
     .await;
     let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     assert_eq!(names, ["question.asked", "question.answered"], "{events:?}");
-    assert_eq!(events[0]["approval"]["question"]["text"], "Which environment?");
+    assert_eq!(
+        events[0]["approval"]["question"]["text"],
+        "Which environment?"
+    );
     assert_eq!(events[1]["approval"]["decision"]["reply"]["answer"], "prod");
 }

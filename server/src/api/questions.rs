@@ -51,7 +51,8 @@ pub async fn questions_answer(
 
 /// Lists pending questions across conversations, oldest first, one page
 /// at a time: an approver or admin sees every one, anyone else those
-/// its own turns asked.
+/// its own turns asked. The first page starts with the questions MCP
+/// servers ask during open calls.
 #[utoipa::path(get, path = "/questions", tag = "questions",
     params(
         ("limit" = Option<usize>, Query, description = "Questions per page, 1 to 500 (default 50)"),
@@ -69,17 +70,33 @@ pub async fn questions_index(
             "GET /questions takes no status: every listed question waits for an answer",
         ));
     }
+    let seen_by = crate::auth::policy::approvals_seen_by(&caller);
+    let first_page = query.page.after.is_none();
     let query = crate::store::PendingQuery {
         questions: Some(true),
-        requested_by: crate::auth::policy::approvals_seen_by(&caller),
+        requested_by: seen_by.clone(),
         proxies: false,
         state: None,
         after: query.page.after.map(|key| (key.at, key.id)),
         limit: query.page.limit,
     };
     let listed = state.engine.pending_page(query).await?;
+    // The MCP servers' questions of open calls come first, on the first
+    // page (they are not stored).
+    let live = state
+        .engine
+        .asked_during_calls()
+        .into_iter()
+        .filter(|_| first_page)
+        .filter(|q| {
+            seen_by.as_ref().is_none_or(|subject| {
+                q.requested_by
+                    .as_ref()
+                    .is_some_and(|by| &by.subject == subject)
+            })
+        });
     Ok(Json(QuestionList {
-        questions: listed.approvals,
+        questions: live.chain(listed.approvals).collect(),
         next_cursor: listed
             .next
             .map(|(at, id)| super::page::encode(super::page::Key { at, id })),

@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::Inner;
 use super::approval;
 use super::catalog::{Tool, ToolKind};
+use super::question::CallSite;
 use asg_shared::a2a::TaskState;
 
 use crate::a2a::client::{
@@ -55,6 +56,7 @@ pub async fn execute(
     ctx: &RequestContext,
     name: &str,
     arguments: Map<String, Value>,
+    site: Option<CallSite>,
 ) -> CallOutcome {
     let started = std::time::Instant::now();
     let tool = inner.tool(name);
@@ -68,7 +70,7 @@ pub async fn execute(
     let span = crate::telemetry::tool_span(label, server, &arguments);
     let outcome = capped(
         inner,
-        run_call(inner, ctx, name, arguments)
+        run_call(inner, ctx, name, arguments, site)
             .instrument(span.clone())
             .await,
     );
@@ -111,6 +113,7 @@ async fn run_call(
     ctx: &RequestContext,
     name: &str,
     arguments: Map<String, Value>,
+    site: Option<CallSite>,
 ) -> CallOutcome {
     let kind = inner.tool_kind(name);
     if kind == Some(ToolKind::SubAgent)
@@ -127,7 +130,18 @@ async fn run_call(
         // might offer it.
         return CallOutcome::done(inner.tools.unknown_tool(name).to_string(), true);
     }
-    match inner.tools.call(name, arguments, ctx.bearer.as_ref()).await {
+    // A question the server asks during the call goes to a person.
+    let asker = site.map(|site| inner.asking.asker(site));
+    let asks = asker
+        .clone()
+        .map(|a| a as std::sync::Arc<dyn crate::mcp::Asker>);
+    let called = (inner.tools)
+        .call_asking(name, arguments, ctx.bearer.as_ref(), asks)
+        .await;
+    if let Some(interrupted) = asker.and_then(|a| a.interruption()) {
+        return CallOutcome::done(interrupted, true);
+    }
+    match called {
         Ok(output) => CallOutcome::done(output.content, output.is_error),
         Err(error) => {
             tracing::warn!(tool = name, %error, "tool call failed");

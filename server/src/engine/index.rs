@@ -280,7 +280,7 @@ impl Inbox {
     }
 
     /// A change made here: to everybody.
-    fn send_local(&self, event: InboxEvent) {
+    pub(crate) fn send_local(&self, event: InboxEvent) {
         let _ = self.clients.send(event.clone());
         let _ = self.local.send(event);
     }
@@ -368,6 +368,12 @@ impl ConversationIndex {
             .unwrap_or_else(|p| p.into_inner())
             .push(sender);
         receiver
+    }
+
+    /// The operator inbox (to tell it of what is not saved: a question
+    /// an MCP server asks during a call).
+    pub(crate) fn inbox(&self) -> Inbox {
+        self.inbox.clone()
     }
 
     /// Sends an event to the operator inbox (none listening is fine).

@@ -342,10 +342,14 @@ impl Step<'_> {
             policy_audit(inner, self.conversation_id, &call, &decision).await;
         }
         let outcome = match decision.verdict {
-            Verdict::Run => calls::execute(inner, ctx, &call.name, call.arguments.clone()).await,
+            Verdict::Run => {
+                let site = self.site(&call);
+                calls::execute(inner, ctx, &call.name, call.arguments.clone(), site).await
+            }
             Verdict::RunUnapproved => {
                 tracing::warn!(node = %node.name, gate = ?self.gate, tool = %call.name, "destructive tool runs WITHOUT approval (allow_destructive)");
-                calls::execute(inner, ctx, &call.name, call.arguments.clone()).await
+                let site = self.site(&call);
+                calls::execute(inner, ctx, &call.name, call.arguments.clone(), site).await
             }
             Verdict::NotOffered => {
                 tracing::warn!(node = %node.name, tool = %call.name, "the model called a tool this node was not offered; refused, not run");
@@ -420,6 +424,17 @@ impl Step<'_> {
         });
         pending.question = Some(Box::new(question));
         Performed::Paused(Box::new(pending))
+    }
+
+    /// Where `call` runs, for a question its tool server asks.
+    fn site(&self, call: &LlmToolCall) -> Option<super::CallSite> {
+        Some(super::CallSite {
+            conversation_id: self.conversation_id,
+            call_id: call.id.clone(),
+            node: Some(self.node.name.clone()),
+            requester: self.ctx.requester(),
+            approval: None,
+        })
     }
 
     /// The approval a gated call waits for.

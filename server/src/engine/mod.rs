@@ -66,7 +66,7 @@ pub use choice::Choice;
 pub use expiry::ExpiryPolicy;
 pub use history::HistoryBudget;
 pub use llm_node::EXIT_LOOP_TOOL;
-pub use question::QuestionPolicy;
+pub use question::{CallSite, QuestionPolicy};
 pub use tree::{A2aNode, AgentTree, GroupNode, LlmNode, LoopNode, Node};
 
 pub use asg_core::gate::Command;
@@ -292,6 +292,8 @@ struct Inner {
     expiry: expiry::Expiry,
     /// Who answers questions.
     questions: QuestionPolicy,
+    /// MCP servers' questions waiting while their calls are open.
+    asking: Arc<question::Asking>,
     subscribers: SubscriberLimits,
     index: ConversationIndex,
     /// Conversations read recently, so reading them again reads no file.
@@ -326,8 +328,13 @@ impl Engine {
                 pinning: parts.pinning,
                 limits: parts.limits,
                 policy: parts.policy,
-                audit: parts.audit,
+                audit: parts.audit.clone(),
                 expiry: expiry::Expiry::new(parts.expiry),
+                asking: Arc::new(question::Asking::new(
+                    parts.questions.clone(),
+                    parts.audit.clone(),
+                    index.inbox(),
+                )),
                 questions: parts.questions,
                 subscribers: SubscriberLimits::new(
                     parts.limits.max_subscribers_per_conversation,

@@ -16,6 +16,11 @@ use super::{EngineError, Inner, TurnOutcome, settle, transition};
 use crate::config::QuestionsConfig;
 use crate::context::RequestContext;
 
+mod elicit;
+
+pub(crate) use elicit::Asking;
+pub use elicit::CallSite;
+
 /// Longest an MCP server's elicitation waits by default.
 const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -59,6 +64,9 @@ impl super::Engine {
         ctx: &RequestContext,
         reply: QuestionReply,
     ) -> Result<TurnOutcome, EngineError> {
+        if let Some(answered) = self.answer_elicitation(uuid, ctx, &reply).await {
+            return answered;
+        }
         let slot = self
             .inner
             .slot_of_approval(uuid)
@@ -70,6 +78,14 @@ impl super::Engine {
             inner.claimed(&slot, claimed).await
         })
         .await
+    }
+}
+
+impl super::Engine {
+    /// The MCP servers' questions waiting here for an answer (they are
+    /// not stored: their calls are open).
+    pub fn asked_during_calls(&self) -> Vec<asg_shared::PendingApproval> {
+        self.inner.asking.pending()
     }
 }
 

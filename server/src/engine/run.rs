@@ -367,7 +367,14 @@ impl Exec {
                 if decision.verdict == Verdict::RunUnapproved {
                     tracing::warn!(node = %a2a.name, gate = ?gate, agent = %a2a.agent, "destructive delegation runs WITHOUT approval (allow_destructive)");
                 }
-                calls::execute(&self.inner, &self.ctx, &a2a.agent, call.arguments.clone()).await
+                calls::execute(
+                    &self.inner,
+                    &self.ctx,
+                    &a2a.agent,
+                    call.arguments.clone(),
+                    None,
+                )
+                .await
             }
             _ => CallOutcome::Done {
                 content: format!(

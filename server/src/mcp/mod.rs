@@ -7,9 +7,11 @@
 //! (`availability.rs`).
 
 mod availability;
+pub mod elicit;
 pub mod registry;
 pub mod server;
 mod traced_http;
 
 pub use availability::{ServerHealth, ServerStatus};
+pub use elicit::{Asker, Elicitation};
 pub use registry::{ToolCallError, ToolOutput, ToolRegistry};

@@ -236,12 +236,25 @@ impl ToolRegistry {
     }
 
     /// Calls a tool on the server that offers it, with that server's timeout.
-    /// A crashed server is restarted on the next call.
+    /// A crashed server is restarted on the next call. An elicitation
+    /// during the call is declined.
     pub async fn call(
         &self,
         name: &str,
         arguments: Map<String, Value>,
         bearer: Option<&BearerToken>,
+    ) -> Result<ToolOutput, ToolCallError> {
+        self.call_asking(name, arguments, bearer, None).await
+    }
+
+    /// [`ToolRegistry::call`], with the [`super::Asker`] an elicitation
+    /// during the call goes to.
+    pub async fn call_asking(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        bearer: Option<&BearerToken>,
+        asker: Option<std::sync::Arc<dyn super::Asker>>,
     ) -> Result<ToolOutput, ToolCallError> {
         let route = self
             .offered
@@ -253,7 +266,7 @@ impl ToolRegistry {
         let Some(server) = route.and_then(|i| self.servers.get(i)) else {
             return Err(self.unknown_tool(name));
         };
-        let result = server.call(name, arguments, bearer).await?;
+        let result = server.call(name, arguments, bearer, asker).await?;
         Ok(tool_output(result))
     }
 

@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    JsonObject, ProtocolVersion, Tool,
+    CallToolRequestParams, CallToolResult, ClientConfig, Implementation, JsonObject,
+    ProtocolVersion, Tool,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -31,6 +31,7 @@ use tokio::io::AsyncBufReadExt as _;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use super::elicit::{Asker, Entered, Handler, InFlight};
 use super::registry::ToolCallError;
 use super::traced_http::TracedHttp;
 use crate::config::{McpServerConfig, expand_env};
@@ -42,7 +43,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// to exit after stdin closes, then 3 s after SIGTERM, then kills it).
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(8);
 
-type Client = RunningService<RoleClient, ClientConfig>;
+type Client = RunningService<RoleClient, Handler>;
 
 /// How to reach the server.
 #[derive(Debug, Clone)]
@@ -114,6 +115,8 @@ pub struct McpServer {
     conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
     closing: StdMutex<Vec<JoinHandle<()>>>,
     shut_down: AtomicBool,
+    /// The calls in flight on the kept connection (whose an elicitation is).
+    calls: Arc<InFlight>,
 }
 
 impl McpServer {
@@ -212,6 +215,7 @@ impl McpServer {
             conn: tokio::sync::Mutex::new(None),
             closing: StdMutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),
+            calls: Arc::default(),
         })
     }
 
@@ -229,6 +233,7 @@ impl McpServer {
         tool: &str,
         arguments: JsonObject,
         bearer: Option<&BearerToken>,
+        asker: Option<Arc<dyn Asker>>,
     ) -> Result<CallToolResult, ToolCallError> {
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // The trace context in `_meta` (SEP-414), so the server's spans
@@ -246,10 +251,13 @@ impl McpServer {
             Some(token),
         ) = (&self.target, bearer)
         {
-            return self.call_with_bearer(url, tool, params, token).await;
+            return self.call_with_bearer(url, tool, params, token, asker).await;
         }
         let conn = self.connection().await?;
-        match tokio::time::timeout(self.timeout, conn.peer.call_tool(params)).await {
+        let entered = self.calls.enter(asker);
+        let answer = self.timed(&entered, conn.peer.call_tool(params)).await;
+        drop(entered);
+        match answer {
             Ok(Ok(result)) => Ok(result),
             // The server wants credentials: it is fine, the caller (or the
             // service token) is not.
@@ -284,6 +292,35 @@ impl McpServer {
         }
     }
 
+    /// `call` under the server's timeout, which does not run while a
+    /// question of the call waits for a person (it starts again once the
+    /// question is answered).
+    async fn timed<F: std::future::Future>(
+        &self,
+        entered: &Entered,
+        call: F,
+    ) -> Result<F::Output, tokio::time::error::Elapsed> {
+        let mut call = std::pin::pin!(call);
+        let mut deadline = tokio::time::Instant::now() + self.timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, &mut call).await {
+                Ok(answer) => return Ok(answer),
+                Err(elapsed) => {
+                    let now = tokio::time::Instant::now();
+                    let answered = entered
+                        .call
+                        .answered_at()
+                        .map(tokio::time::Instant::from_std);
+                    deadline = match answered {
+                        _ if entered.call.is_asking() => now + self.timeout,
+                        Some(at) if at + self.timeout > now => at + self.timeout,
+                        _ => return Err(elapsed),
+                    };
+                }
+            }
+        }
+    }
+
     /// A call on a short-lived connection that carries the caller's token.
     async fn call_with_bearer(
         &self,
@@ -291,11 +328,16 @@ impl McpServer {
         tool: &str,
         params: CallToolRequestParams,
         token: &BearerToken,
+        asker: Option<Arc<dyn Asker>>,
     ) -> Result<CallToolResult, ToolCallError> {
         let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.expose());
+        // Its own connection: the call is the only one on it.
+        let calls = Arc::<InFlight>::default();
+        let entered = calls.enter(asker);
+        let handler = Handler::new(&self.name, calls.clone());
         let attempt = async {
             let transport = StreamableHttpClientTransport::with_client(TracedHttp::new(), config);
-            let mut client = serve_detached(transport).await.map_err(|e| {
+            let mut client = serve_detached(handler, transport).await.map_err(|e| {
                 self.unavailable(format!("cannot connect: {e}{}", sign_in_note(&e)))
             })?;
             let result = client.peer().call_tool(params).await;
@@ -307,7 +349,7 @@ impl McpServer {
                 false => self.protocol(e),
             })
         };
-        tokio::time::timeout(self.timeout, attempt)
+        self.timed(&entered, attempt)
             .await
             .unwrap_or_else(|_| Err(self.timed_out(tool)))
     }
@@ -368,7 +410,7 @@ impl McpServer {
                     if let Some(stderr) = stderr {
                         forward_stderr(self.name.clone(), stderr);
                     }
-                    serve_detached(transport)
+                    serve_detached(self.handler(), transport)
                         .await
                         .map_err(|e| format!("MCP initialization failed: {e}"))
                 }
@@ -379,12 +421,14 @@ impl McpServer {
                     }
                     let transport =
                         StreamableHttpClientTransport::with_client(TracedHttp::new(), config);
-                    serve_detached(transport).await.map_err(|e| {
-                        format!(
-                            "MCP initialization at {url} failed: {e}{}",
-                            self.refusal_note(&e)
-                        )
-                    })
+                    serve_detached(self.handler(), transport)
+                        .await
+                        .map_err(|e| {
+                            format!(
+                                "MCP initialization at {url} failed: {e}{}",
+                                self.refusal_note(&e)
+                            )
+                        })
                 }
             }
         };
@@ -395,6 +439,11 @@ impl McpServer {
                 START_TIMEOUT.as_secs()
             )),
         }
+    }
+
+    /// The handler of the kept connection.
+    fn handler(&self) -> Handler {
+        Handler::new(&self.name, self.calls.clone())
     }
 
     /// Closes the connection and waits (bounded) for every child to stop.
@@ -455,13 +504,14 @@ impl McpServer {
 /// keep the first tool call's span open (and unexported) for as long as
 /// the connection lives.
 async fn serve_detached<T, E, A>(
+    handler: Handler,
     transport: T,
-) -> Result<RunningService<RoleClient, ClientConfig>, rmcp::service::ClientInitializeError>
+) -> Result<Client, rmcp::service::ClientInitializeError>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    client_config()
+    handler
         .serve(transport)
         .instrument(tracing::Span::none())
         .await
@@ -477,9 +527,11 @@ fn is_transport_failure(e: &ServiceError) -> bool {
     )
 }
 
-fn client_config() -> ClientConfig {
+/// What this client says of itself at `initialize`: its name, and
+/// elicitation in both modes.
+pub(crate) fn client_config() -> ClientConfig {
     ClientConfig::new(
-        ClientCapabilities::default(),
+        super::elicit::capabilities(),
         Implementation::new("agent-stop-and-go", env!("CARGO_PKG_VERSION")),
     )
     // The `initialize` handshake: offer the newest version that still has it.

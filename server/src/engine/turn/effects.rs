@@ -82,11 +82,19 @@ impl Turn<'_> {
             .await
         } else if order.approve {
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
+            let site = crate::engine::CallSite {
+                conversation_id: self.conversation.id,
+                call_id: pending.call_id.clone(),
+                node: pending.node.clone(),
+                requester: self.requester.clone(),
+                approval: Some(pending.clone()),
+            };
             calls::execute(
                 &self.inner,
                 &self.ctx,
                 &pending.tool_name,
                 order.arguments.clone(),
+                Some(site),
             )
             .await
         } else {
