@@ -45,6 +45,7 @@ async fn approve_with_edited_arguments(browser: &Browser, agent: &Agent) {
         .send_message("add resource web-1 with value 42")
         .await;
     browser.wait_text(".approval-args", "web-1").await;
+    browser.wait_for("#more").await.click().await.unwrap();
     browser.wait_for("#edit-args").await.click().await.unwrap();
     let editor = browser.wait_for("#args-json").await;
     let shown = editor.prop("value").await.unwrap().unwrap_or_default();
@@ -82,6 +83,7 @@ async fn approve_with_edited_arguments(browser: &Browser, agent: &Agent) {
 async fn approve_and_always_allow(browser: &Browser, agent: &Agent) {
     send_when_idle(browser, "add resource web-3 with value 1").await;
     browser.wait_text(".approval-args", "web-3").await;
+    browser.wait_for("#more").await.click().await.unwrap();
     browser
         .wait_for("#approve-always")
         .await

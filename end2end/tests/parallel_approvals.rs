@@ -45,6 +45,15 @@ async fn additions(browser: &Browser, agent: &Agent) -> Vec<(bool, String)> {
 
 /// Clicks the button `action` (`approve`, `reject`, …) of `node`'s card.
 async fn click(browser: &Browser, node: &str, action: &str) {
+    if action.starts_with("approve-") || action == "edit-args" {
+        // One click away, under "More…".
+        browser
+            .wait_for(&format!("{} [data-action='more']", card(node)))
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("open More on {node}: {e}"));
+    }
     browser
         .wait_for(&format!("{} [data-action='{action}']", card(node)))
         .await

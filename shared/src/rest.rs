@@ -488,4 +488,8 @@ pub struct Me {
     pub roles: Vec<String>,
     /// False when the agent requires no credentials (no `auth:`).
     pub authenticated: bool,
+    /// From the web server's `GET /auth/me`: whether it signs people in
+    /// (false: it has no login, and the chat works as the agent allows).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub login: bool,
 }

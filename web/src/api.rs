@@ -9,7 +9,7 @@ use std::time::Duration;
 use asg_shared::PendingApproval;
 use asg_shared::events::{ConversationEvent, InboxEvent};
 use asg_shared::rest::{
-    ApprovalList, ApprovalRequest, ConversationList, ConversationResponse,
+    AnswerRequest, ApprovalList, ApprovalRequest, ConversationList, ConversationResponse,
     CreateConversationRequest, Me, SendMessageRequest, ToolList,
 };
 use futures::StreamExt;
@@ -146,6 +146,12 @@ pub async fn decide(
     body: ApprovalRequest,
 ) -> Result<ConversationResponse, RequestError> {
     post(&format!("/approvals/{uuid}"), &body).await
+}
+
+/// `POST /questions/{uuid}`: an answer (`{"answer": …}`) or
+/// `{"action": "decline"|"cancel"}`.
+pub async fn answer(uuid: Uuid, body: AnswerRequest) -> Result<ConversationResponse, RequestError> {
+    post(&format!("/questions/{uuid}"), &body).await
 }
 
 /// `DELETE /conversations/{id}/grants/{tool}`: later calls of the tool

@@ -5,7 +5,9 @@
 //! [`crate::logic::inbox`] (approvals and statuses of every conversation).
 
 use asg_shared::events::ConversationEvent;
-use asg_shared::rest::{ConversationList, ConversationResponse, ConversationSummary, ToolInfo};
+use asg_shared::rest::{
+    AnswerRequest, ConversationList, ConversationResponse, ConversationSummary, ToolInfo,
+};
 use asg_shared::{Conversation, PendingApproval};
 use leptos::html::Textarea;
 use leptos::prelude::*;
@@ -107,9 +109,13 @@ impl AppState {
         let this = *self;
         spawn_local(async move {
             let auth = match api::auth_me().await {
-                Ok(me) => AuthState::SignedIn(me),
+                Ok(me) if me.login => AuthState::SignedIn(me),
+                // The web server has no login.
+                Ok(_) => AuthState::NoLogin {
+                    me: api::agent_me().await.ok(),
+                },
                 Err(error) if error.status() == Some(401) => AuthState::SignedOut,
-                // 404 (no login in web.yaml) or an older web server.
+                // An older web server (404 without login).
                 Err(_) => AuthState::NoLogin {
                     me: api::agent_me().await.ok(),
                 },
@@ -562,6 +568,29 @@ impl AppState {
                 refused.set(Some(message));
                 return;
             }
+            this.finish(outcome);
+        });
+    }
+
+    /// Answers question `uuid`; a refusal (an answer that does not fit,
+    /// 422) shows in `refused`, and the question stays.
+    pub fn answer(&self, uuid: Uuid, body: AnswerRequest, refused: RwSignal<Option<String>>) {
+        if self.busy.get_untracked() > 0 {
+            return;
+        }
+        self.error.set(None);
+        self.busy.update(|b| *b += 1);
+        let this = *self;
+        spawn_local(async move {
+            let outcome = api::answer(uuid, body).await;
+            this.busy.update(|b| *b -= 1);
+            if let Err(error) = &outcome
+                && let Some(message) = edit_refusal(error)
+            {
+                refused.set(Some(message));
+                return;
+            }
+            refused.set(None);
             this.finish(outcome);
         });
     }

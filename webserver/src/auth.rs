@@ -355,6 +355,20 @@ pub async fn me(State(auth): State<Arc<WebAuth>>, headers: HeaderMap) -> Respons
     response
 }
 
+/// `GET /auth/me` when `web.yaml` configures no login: 200 with
+/// `"login": false` (the chat then asks the agent's `/me`), so loading
+/// the chat makes no request that fails.
+pub async fn me_without_login() -> Response {
+    let mut response = axum::Json(serde_json::json!({
+        "subject": "anonymous", "roles": [], "authenticated": false, "login": false
+    }))
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 /// `/auth/*` when `web.yaml` configures no login: 404 with a code the
 /// chat recognizes.
 pub async fn not_configured() -> Response {

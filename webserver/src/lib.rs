@@ -347,7 +347,9 @@ pub fn router_with(config: &WebConfig, sessions: SessionStore, port: u16) -> Rou
             .route("/auth/logout", post(auth::logout))
             .route("/auth/me", get(auth::me))
             .with_state(auth),
-        None => Router::new().route("/auth/{*path}", any(auth::not_configured)),
+        None => Router::new()
+            .route("/auth/me", get(auth::me_without_login))
+            .route("/auth/{*path}", any(auth::not_configured)),
     };
     let router = Router::new()
         .route(

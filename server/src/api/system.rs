@@ -105,6 +105,7 @@ pub async fn me(
             .map(|r| r.as_str().to_string())
             .collect(),
         authenticated: !caller.is_anonymous(),
+        login: false,
     })
 }
 

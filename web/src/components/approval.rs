@@ -1,8 +1,10 @@
 //! The approval panel: one card per approval the conversation waits for
-//! (several when `parallel` branches each stopped), each with what the
-//! agent wants to do and its own Approve / Reject (with an optional
-//! reason), Approve & always allow in this conversation (or with these
-//! same arguments), and approving with edited arguments (a JSON editor).
+//! (several when `parallel` branches each stopped), each with the call
+//! (its tool and its arguments, once) and its own Approve / Reject (with
+//! an optional reason); Approve & always allow in this conversation (or
+//! with these same arguments) and approving with edited arguments (a
+//! JSON editor) are one click away under "More…". A question is a
+//! [`QuestionCard`] in the same panel.
 
 use asg_shared::PendingApproval;
 use chrono::{DateTime, Utc};
@@ -14,6 +16,7 @@ use uuid::Uuid;
 
 use crate::api;
 use crate::components::args::ArgsTable;
+use crate::components::question::QuestionCard;
 use crate::logic::approvals::{approval_cards, card_element_id, cards_summary, stopped_for};
 use crate::logic::auth::actor_label;
 use crate::logic::choices::{Choice, can_edit, can_remember, editor_text, parse_arguments};
@@ -71,7 +74,13 @@ pub fn ApprovalPanel() -> impl IntoView {
                     children=move |approval| {
                         let uuid = approval.uuid;
                         let first = Signal::derive(move || first.get() == Some(uuid));
-                        view! { <Card approval=approval first=first /> }
+                        match approval.question.clone() {
+                            Some(question) => {
+                                view! { <QuestionCard pending=approval question=*question /> }
+                                    .into_any()
+                            }
+                            None => view! { <Card approval=approval first=first /> }.into_any(),
+                        }
                     }
                 />
             </div>
@@ -113,7 +122,6 @@ fn Card(approval: PendingApproval, first: Signal<bool>) -> impl IntoView {
             aria-labelledby=ids.id("approval-title")
         >
             {approval_head(ids, &approval)}
-            <p class="approval-description">{approval.description.clone()}</p>
             <div class="approval-body">
                 {approval_facts(&approval)}
                 <div class="approval-args">
@@ -263,9 +271,10 @@ fn ApprovalActions(
     }
 }
 
-/// The optional reason, Reject, Edit arguments (when `offer_edit`), the
-/// ways to approve and remember (when `remember`), Approve. Every button
-/// also carries `data-action`, to tell the cards' buttons apart.
+/// The optional reason, Reject, Approve, and under "More…" Edit
+/// arguments (when `offer_edit`) and the ways to approve and remember
+/// (when `remember`). Every button also carries `data-action`, to tell
+/// the cards' buttons apart.
 #[component]
 fn DecisionButtons(
     ids: CardIds,
@@ -303,20 +312,28 @@ fn DecisionButtons(
             >
                 "Reject"
             </button>
-            <span class="actions-break" aria-hidden="true"></span>
-            <Show when=move || offer_edit>
-                <button
-                    id=ids.id("edit-args")
-                    data-action="edit-args"
-                    type="button"
-                    class="btn"
-                    on:click=move |_| editing.set(true)
-                >
-                    "Edit arguments"
-                </button>
-            </Show>
-            <Show when=move || remember>
-                <RememberButtons ids=ids />
+            <Show when=move || offer_edit || remember>
+                <details class="approval-more">
+                    <summary id=ids.id("more") data-action="more" class="btn">
+                        "More…"
+                    </summary>
+                    <div class="approval-more-actions">
+                        <Show when=move || offer_edit>
+                            <button
+                                id=ids.id("edit-args")
+                                data-action="edit-args"
+                                type="button"
+                                class="btn"
+                                on:click=move |_| editing.set(true)
+                            >
+                                "Edit arguments"
+                            </button>
+                        </Show>
+                        <Show when=move || remember>
+                            <RememberButtons ids=ids />
+                        </Show>
+                    </div>
+                </details>
             </Show>
             <button
                 id=ids.id("approve")

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
 use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
 use crate::logic::choices::{DecisionNotes, decision_notes};
-use crate::logic::json::{Shown, show_text};
+use crate::logic::json::{Shown, show_text, split_trailing_json};
 use crate::logic::labels::clock;
 use crate::logic::markdown::render_markdown;
 use crate::logic::timeline::{
@@ -200,10 +200,20 @@ fn MessageBody(role: Role, is_error: bool, content: String) -> impl IntoView {
         return view! { <div class="content">{content}</div> }.into_any();
     }
     match show_text(&content) {
-        Shown::Text(text) => {
-            view! { <div class="content markdown" inner_html=render_markdown(&text)></div> }
-                .into_any()
-        }
+        Shown::Text(text) => match split_trailing_json(&text) {
+            // Prose, then JSON: the JSON as a block, not a flattened line.
+            Some((prose, json)) => view! {
+                <div class="content markdown" inner_html=render_markdown(&prose)></div>
+                <div class="content answer-json">
+                    <ShownValue shown=json multiline=false open=false />
+                </div>
+            }
+            .into_any(),
+            None => {
+                view! { <div class="content markdown" inner_html=render_markdown(&text)></div> }
+                    .into_any()
+            }
+        },
         Shown::Inline(json) => view! {
             <div class="content">
                 <code class="json-inline">{json}</code>

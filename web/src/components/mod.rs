@@ -7,4 +7,5 @@ pub mod chat;
 pub mod composer;
 pub mod grants;
 pub mod messages;
+pub mod question;
 pub mod sidebar;

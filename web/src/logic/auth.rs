@@ -199,6 +199,7 @@ mod tests {
             name: Some("Alice Approver".into()),
             roles: roles.iter().map(|r| r.to_string()).collect(),
             authenticated,
+            login: false,
         }
     }
 

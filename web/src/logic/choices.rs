@@ -339,6 +339,7 @@ mod tests {
             name: None,
             roles: roles.iter().map(|r| r.to_string()).collect(),
             authenticated: true,
+            login: false,
         };
         assert!(can_revoke(&AuthState::NoLogin { me: None }, None));
         let bob = AuthState::SignedIn(me("bob", &[]));

@@ -70,6 +70,24 @@ pub fn parse_structured(text: &str) -> Option<Value> {
         .filter(|value| value.is_object() || value.is_array())
 }
 
+/// An answer that is prose followed by JSON (`Created the resource:
+/// {"created": …}`): the prose, and the JSON shown as a block (short
+/// ones inline). `None` when no object or array ends the text.
+pub fn split_trailing_json(text: &str) -> Option<(String, Shown)> {
+    let trimmed = text.trim_end();
+    if !(trimmed.ends_with('}') || trimmed.ends_with(']')) {
+        return None;
+    }
+    trimmed
+        .char_indices()
+        .filter(|(i, c)| matches!(c, '{' | '[') && *i > 0)
+        .find_map(|(i, _)| {
+            let value = parse_structured(&trimmed[i..])?;
+            let prose = trimmed[..i].trim_end();
+            (!prose.is_empty()).then(|| (prose.to_string(), show_value(&value)))
+        })
+}
+
 /// What a collapsed block says: the kind, its size and the start of it.
 fn summary(value: &Value, compact: &str) -> String {
     let size = match value {
@@ -137,6 +155,23 @@ mod tests {
             "",
         ] {
             assert_eq!(show_text(text), Shown::Text(text.into()), "{text}");
+        }
+    }
+
+    #[test]
+    fn prose_that_ends_in_json_is_split_from_it() {
+        let text = format!("Created the resource: {}", long_list());
+        let Some((prose, Shown::Collapsed { pretty, .. })) = split_trailing_json(&text) else {
+            panic!("not split: {text}");
+        };
+        assert_eq!(prose, "Created the resource:");
+        assert!(pretty.contains("\"resources\": ["), "{pretty}");
+        assert_eq!(
+            split_trailing_json("Going on with: {\"a\": [1]}\n"),
+            Some(("Going on with:".into(), Shown::Inline("{\"a\":[1]}".into())))
+        );
+        for text in ["plain", "{\"a\":1}", "a {broken}", "ends with ] only"] {
+            assert_eq!(split_trailing_json(text), None, "{text}");
         }
     }
 

@@ -13,6 +13,7 @@ pub mod json;
 pub mod labels;
 pub mod markdown;
 pub mod pages;
+pub mod question;
 pub mod tagged;
 pub mod timeline;
 pub mod url;
