@@ -420,3 +420,34 @@ async fn webhooks_tell_a_question_asked_and_answered() {
     );
     assert_eq!(events[1]["approval"]["decision"]["reply"]["answer"], "prod");
 }
+
+#[tokio::test]
+async fn parallel_branches_each_ask_and_each_question_is_answered_on_its_own() {
+    let agent = Agent::start(
+        &asg_tests::testdata("agent-parallel-questions.yaml"),
+        AgentOptions::default(),
+    )
+    .await;
+    let (status, asked) = agent.say_new("go").await;
+    assert_eq!(status, 201, "{asked}");
+    let pending = asked["conversation"]["pending_approvals"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let by_text = |text: &str| {
+        pending
+            .iter()
+            .find(|p| p["question"]["text"] == text)
+            .and_then(|p| p["uuid"].as_str())
+            .unwrap_or_else(|| panic!("no question {text:?} in {pending:?}"))
+            .to_string()
+    };
+    let (a, b) = (by_text("Name for A?"), by_text("Name for B?"));
+    let (status, first) = answer(&agent, &b, json!({"answer": "bee"})).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["conversation"]["status"], "waiting_approval", "{first}");
+    assert_eq!(answer(&agent, &b, json!({"answer": "again"})).await.0, 409);
+    let (status, done) = answer(&agent, &a, json!({"answer": "ay"})).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["result"]["response"], "TALLY A=ay B=bee");
+}

@@ -58,6 +58,11 @@ pub struct ApiDoc;
 /// | `tasks/resubscribe` | The event stream of a task again. |
 /// | `tasks/pushNotificationConfig/set`, `get`, `list`, `delete` | Callbacks (`url`, `token`, `authentication`) the agent POSTs the task to when it becomes `input-required`, `completed`, `failed` or `canceled`; owner only; callback URLs on private, loopback or link-local addresses are refused unless `a2a_push` allows them. |
 ///
+/// A task waiting for an answer to a question (the model's `ask_human`) is
+/// `input-required` too, with the question under `question` in its data
+/// part; a continuation with a data part `{"answer": …}` (or
+/// `{"action": "decline"}`), or with plain text, answers it.
+///
 /// A task waiting for approval is `input-required`; its status message has
 /// a text part and a data part `{approval_uuid, tool_name, tool_args,
 /// description}`. A model failure is not an error: the task is `failed`
