@@ -451,3 +451,32 @@ async fn parallel_branches_each_ask_and_each_question_is_answered_on_its_own() {
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["result"]["response"], "TALLY A=ay B=bee");
 }
+
+#[tokio::test]
+async fn a_question_is_answered_once_whichever_replica_the_answers_hit() {
+    let db = asg_tests::pg::TestDb::create().await;
+    let config = asg_tests::testdata("agent-questions.yaml");
+    let options = AgentOptions::with_env(&[("DATABASE_URL", db.url.as_str())]);
+    let (first, second) = tokio::join!(
+        Agent::start(&config, options.clone()),
+        Agent::start(&config, options)
+    );
+    let (_, asked) = first.say_new("deploy").await;
+    let uuid = question_uuid(&asked);
+    let (_, listed) = second.get("/questions").await;
+    assert_eq!(listed["questions"][0]["uuid"], uuid.as_str(), "{listed}");
+    let (on_first, on_second) = tokio::join!(
+        answer(&first, &uuid, json!({"answer": "prod"})),
+        answer(&second, &uuid, json!({"answer": "staging"}))
+    );
+    let mut statuses = [on_first.0, on_second.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409], "{on_first:?} {on_second:?}");
+    let id = conversation_id(&asked);
+    let conversation = second.conversation(&id).await;
+    assert_eq!(
+        conversation["decisions"].as_array().map(Vec::len),
+        Some(1),
+        "{conversation}"
+    );
+}
