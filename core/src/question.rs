@@ -33,6 +33,16 @@ pub fn can_answer(
     question: &Question,
     separate_approver: bool,
 ) -> Result<Option<Role>, String> {
+    let own = pending
+        .requested_by
+        .as_ref()
+        .is_some_and(|by| by.subject == principal.subject);
+    if question.separate && own && !principal.is_anonymous() {
+        return Err(format!(
+            "{} asked this question and may not answer it (questions.separate_answerer: someone else must); it stays pending",
+            principal.subject
+        ));
+    }
     if question.approvers_answer {
         return access::can_decide(principal, pending, separate_approver)
             .map(Some)
@@ -190,6 +200,7 @@ pub fn from_arguments(arguments: &Map<String, Value>) -> Result<Question, String
         server: None,
         answerers: Vec::new(),
         approvers_answer: false,
+        separate: false,
     })
 }
 

@@ -221,6 +221,10 @@ pub struct Question {
     /// that approval (the approver rules apply).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approvers_answer: bool,
+    /// The principal whose turn asked may not answer
+    /// (`questions.separate_answerer`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub separate: bool,
 }
 
 /// How a question was answered.

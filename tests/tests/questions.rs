@@ -445,7 +445,10 @@ async fn parallel_branches_each_ask_and_each_question_is_answered_on_its_own() {
     let (a, b) = (by_text("Name for A?"), by_text("Name for B?"));
     let (status, first) = answer(&agent, &b, json!({"answer": "bee"})).await;
     assert_eq!(status, 200, "{first}");
-    assert_eq!(first["conversation"]["status"], "waiting_approval", "{first}");
+    assert_eq!(
+        first["conversation"]["status"], "waiting_approval",
+        "{first}"
+    );
     assert_eq!(answer(&agent, &b, json!({"answer": "again"})).await.0, 409);
     let (status, done) = answer(&agent, &a, json!({"answer": "ay"})).await;
     assert_eq!(status, 200, "{done}");
@@ -479,4 +482,38 @@ async fn a_question_is_answered_once_whichever_replica_the_answers_hit() {
         Some(1),
         "{conversation}"
     );
+}
+
+#[tokio::test]
+async fn with_separate_answerer_the_asker_may_not_answer_its_own_question() {
+    let extra = "auth:\n  api_keys:\n    - { name: ops, key_env: OPS_KEY, roles: [approver] }\n    \
+                 - { name: olga, key_env: OLGA_KEY, roles: [approver] }\n";
+    let (_dir, config) = config_with("agent-questions.yaml", extra);
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "enabled: true\n",
+        "enabled: true\n  answerers: [approver]\n  separate_answerer: true\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let env = [
+        ("OPS_KEY", "ops-key-0123456789"),
+        ("OLGA_KEY", "olga-key-0123456789"),
+    ];
+    let agent = Agent::start(&config, AgentOptions::with_env(&env)).await;
+    let (ops, olga) = (
+        [("x-api-key", "ops-key-0123456789")],
+        [("x-api-key", "olga-key-0123456789")],
+    );
+    let (_, asked) = agent
+        .post_with(
+            "/conversations",
+            json!({"message": "deploy"}).to_string(),
+            &ops,
+        )
+        .await;
+    let path = format!("/questions/{}", question_uuid(&asked));
+    let body = json!({"answer": "prod"}).to_string();
+    let own = agent.post_with(&path, body.clone(), &ops).await;
+    assert!(refused(&own, 403).contains("separate_answerer"), "{own:?}");
+    let (status, answered) = agent.post_with(&path, body, &olga).await;
+    assert_eq!(status, 200, "{answered}");
 }

@@ -152,6 +152,22 @@ fn the_owner_answers_unless_answerers_or_approvers_are_named() {
     );
     let error = can_answer(&carol, &conversation, &pending, &during_approval, false).unwrap_err();
     assert!(error.contains("approver role"), "{error}");
+
+    let asked_by_ops = PendingApproval {
+        requested_by: Some(crate::access::actor(&ops, None, "rest")),
+        ..pending
+    };
+    let four_eyes = Question {
+        separate: true,
+        ..named
+    };
+    let error = can_answer(&ops, &conversation, &asked_by_ops, &four_eyes, false).unwrap_err();
+    assert!(error.contains("questions.separate_answerer"), "{error}");
+    let olga_too = who("oleg", &[], &["ops"]);
+    assert_eq!(
+        can_answer(&olga_too, &conversation, &asked_by_ops, &four_eyes, false),
+        Ok(None)
+    );
 }
 
 #[test]

@@ -149,6 +149,10 @@ pub struct QuestionsConfig {
     /// Roles or groups that may answer; empty: the conversation's owner.
     #[serde(default)]
     pub answerers: Vec<String>,
+    /// The principal whose turn asked may not answer (four-eyes for
+    /// questions; off by default: answering is not approving).
+    #[serde(default)]
+    pub separate_answerer: bool,
     /// A question still unanswered this long after it was asked expires
     /// (the model is told); default: `approval.expires_after`.
     #[serde(default)]

@@ -317,7 +317,7 @@ impl Engine {
         let shared = parts.store.is_shared();
         let index = ConversationIndex::default();
         let engine = Engine {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|engine| Inner {
                 tree: parts.tree,
                 tools: parts.tools.clone(),
                 agents: parts.agents.clone(),
@@ -334,6 +334,7 @@ impl Engine {
                     parts.questions.clone(),
                     parts.audit.clone(),
                     index.inbox(),
+                    engine.clone(),
                 )),
                 questions: parts.questions,
                 subscribers: SubscriberLimits::new(

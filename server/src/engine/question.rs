@@ -31,6 +31,8 @@ pub struct QuestionPolicy {
     pub answerers: Vec<String>,
     /// `questions.elicitation_timeout`.
     pub elicitation_timeout: Duration,
+    /// `questions.separate_answerer`.
+    pub separate_answerer: bool,
 }
 
 impl Default for QuestionPolicy {
@@ -38,6 +40,7 @@ impl Default for QuestionPolicy {
         QuestionPolicy {
             answerers: Vec::new(),
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+            separate_answerer: false,
         }
     }
 }
@@ -47,6 +50,7 @@ impl QuestionPolicy {
     pub fn from_config(config: &QuestionsConfig) -> QuestionPolicy {
         QuestionPolicy {
             answerers: config.answerers.clone(),
+            separate_answerer: config.separate_answerer,
             elicitation_timeout: config
                 .elicitation_timeout
                 .map_or(DEFAULT_ELICITATION_TIMEOUT, |d| d.get()),

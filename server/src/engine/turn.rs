@@ -290,6 +290,7 @@ impl<'a> Turn<'a> {
             if question.answerers.is_empty() && !question.approvers_answer {
                 question.answerers = self.inner.questions.answerers.clone();
             }
+            question.separate |= self.inner.questions.separate_answerer;
         } else {
             tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, node = ?pending.node, "destructive call stopped for approval");
             crate::metrics::metrics().approval_requested(&pending.tool_name);

@@ -121,7 +121,16 @@ pub fn apply_event(current: &mut Option<Conversation>, event: ConversationEvent)
         }
         ConversationEvent::ApprovalResolved { uuid, .. } => {
             if let Some(conversation) = current {
-                conversation.take_pending(uuid);
+                let taken = conversation.take_pending(uuid);
+                // A tool server's question waits while its call runs: the
+                // conversation was never saved as waiting, so no status
+                // event brings it back.
+                let asked_mid_call = taken
+                    .and_then(|p| p.question)
+                    .is_some_and(|q| q.server.is_some());
+                if asked_mid_call && conversation.pending().is_empty() {
+                    conversation.status = ConversationStatus::Active;
+                }
             }
             effects.refresh_list = true;
         }
@@ -277,6 +286,22 @@ mod tests {
         );
         assert_eq!(current.as_ref().unwrap().status, ConversationStatus::Active);
         assert!(accepts_messages(current.as_ref()));
+    }
+
+    #[test]
+    fn a_tool_servers_question_comes_and_goes_during_a_running_turn() {
+        let mut current = Some(conversation(vec![], 1));
+        let mut asked = approval(41, "c1");
+        asked.question = Some(Box::new(
+            serde_json::from_value(serde_json::json!({"text": "Region?", "server": "asker"}))
+                .unwrap(),
+        ));
+        apply_event(&mut current, requested(asked.clone()));
+        assert!(shows_approval(current.as_ref().unwrap()));
+        apply_event(&mut current, resolved(asked.uuid));
+        let after = current.as_ref().unwrap();
+        assert!(!shows_approval(after));
+        assert_eq!(after.status, ConversationStatus::Active);
     }
 
     fn requested(approval: PendingApproval) -> ConversationEvent {

@@ -14,10 +14,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use asg_core::gate::{self, Permit};
-use asg_shared::events::InboxEvent;
+use asg_shared::events::{ConversationEvent, InboxEvent};
 use asg_shared::{Actor, ApprovalDecision, PendingApproval, Question, QuestionReply};
 use async_trait::async_trait;
 use chrono::Utc;
@@ -59,6 +59,8 @@ pub(crate) struct Asking {
     policy: QuestionPolicy,
     audit: Option<Arc<AuditLog>>,
     inbox: Inbox,
+    /// The engine, for the conversations' own event streams.
+    engine: Weak<Inner>,
 }
 
 impl Asking {
@@ -66,12 +68,24 @@ impl Asking {
         policy: QuestionPolicy,
         audit: Option<Arc<AuditLog>>,
         inbox: Inbox,
+        engine: Weak<Inner>,
     ) -> Asking {
         Asking {
             waiting: Mutex::default(),
             policy,
             audit,
             inbox,
+            engine,
+        }
+    }
+
+    /// Tells the conversation's event stream (the chat shows the question
+    /// from it), when the conversation is in use here.
+    fn emit(&self, conversation: Uuid, event: ConversationEvent) {
+        if let Some(inner) = self.engine.upgrade()
+            && let Some(slot) = inner.index.get(conversation)
+        {
+            slot.emit(event);
         }
     }
 
@@ -120,10 +134,18 @@ impl Asking {
     }
 
     fn resolved(&self, pending: &PendingApproval, decision: Option<ApprovalDecision>) {
+        let decision = decision.map(Box::new);
+        self.emit(
+            pending.conversation_id,
+            ConversationEvent::ApprovalResolved {
+                uuid: pending.uuid,
+                decision: decision.clone(),
+            },
+        );
         self.inbox.send_local(InboxEvent::ApprovalResolved {
             uuid: pending.uuid,
             conversation_id: pending.conversation_id,
-            decision: decision.map(Box::new),
+            decision,
         });
     }
 }
@@ -173,6 +195,7 @@ impl CallAsker {
                 false => self.asking.policy.answerers.clone(),
             },
             approvers_answer,
+            separate: self.asking.policy.separate_answerer,
         }));
         pending.requested_by = site.requester.clone();
         if let Some(approval) = &site.approval {
@@ -218,6 +241,12 @@ impl Asker for CallAsker {
         self.asking.inbox.send_local(InboxEvent::ApprovalRequested {
             approval: pending.clone(),
         });
+        self.asking.emit(
+            pending.conversation_id,
+            ConversationEvent::ApprovalRequested {
+                approval: pending.clone(),
+            },
+        );
         let _unregister = Unregister {
             asking: &self.asking,
             pending: &pending,
