@@ -303,6 +303,40 @@ mod tests {
     }
 
     #[test]
+    fn questions_have_their_own_event_names() {
+        let mut question = pending();
+        question.question = Some(Box::new(
+            serde_json::from_value(json!({"text": "Which?"})).unwrap(),
+        ));
+        let asked = InboxEvent::ApprovalRequested {
+            approval: question.clone(),
+        };
+        assert_eq!(event_of(&asked).unwrap().name, "question.asked");
+        let reminded = InboxEvent::ApprovalReminder { approval: question };
+        assert_eq!(event_of(&reminded).unwrap().name, "question.reminded");
+        for (subject, role, name) in [
+            ("alice", "approver", "question.answered"),
+            (EXPIRY_SUBJECT, "expiry", "question.expired"),
+        ] {
+            let InboxEvent::ApprovalResolved {
+                uuid,
+                conversation_id,
+                decision: Some(mut decision),
+            } = resolved(subject, role)
+            else {
+                panic!("a resolution")
+            };
+            decision.question = true;
+            let event = InboxEvent::ApprovalResolved {
+                uuid,
+                conversation_id,
+                decision: Some(decision),
+            };
+            assert_eq!(event_of(&event).unwrap().name, name);
+        }
+    }
+
+    #[test]
     fn the_payload_has_the_documented_shape() {
         let event = event_of(&InboxEvent::ApprovalRequested {
             approval: pending(),
