@@ -98,24 +98,36 @@ impl Choice {
 /// `arguments` against a JSON Schema; the error lists each problem with
 /// the path of the field.
 pub fn check_schema(schema: &Value, arguments: &Map<String, Value>) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema)
-        .map_err(|e| format!("the tool's input schema cannot be used to check arguments: {e}"))?;
     let instance = Value::Object(arguments.clone());
-    let problems: Vec<String> = validator
-        .iter_errors(&instance)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            let field = path.trim_start_matches('/').replace('/', ".");
-            match field.is_empty() {
-                true => format!("arguments: {error}"),
-                false => format!("arguments.{field}: {error}"),
-            }
-        })
-        .collect();
+    let problems = schema_problems(schema, &instance, "arguments")
+        .map_err(|e| format!("the tool's input schema cannot be used to check arguments: {e}"))?;
     match problems.is_empty() {
         true => Ok(()),
         false => Err(format!("invalid edited arguments: {}", problems.join("; "))),
     }
+}
+
+/// The problems of `instance` against `schema`, each named by its field
+/// under `root` (`arguments.value: …`); `Err` when the schema itself
+/// cannot be used.
+pub fn schema_problems(
+    schema: &Value,
+    instance: &Value,
+    root: &str,
+) -> Result<Vec<String>, String> {
+    let validator = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
+    let problems = validator
+        .iter_errors(instance)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            let field = path.trim_start_matches('/').replace('/', ".");
+            match field.is_empty() {
+                true => format!("{root}: {error}"),
+                false => format!("{root}.{field}: {error}"),
+            }
+        })
+        .collect();
+    Ok(problems)
 }
 
 #[cfg(test)]

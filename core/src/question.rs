@@ -7,6 +7,7 @@ use asg_shared::{Conversation, PendingApproval, Question, QuestionReply};
 use serde_json::{Map, Value};
 
 use crate::access::{self, can_continue};
+use crate::choice::schema_problems;
 use crate::principal::{Principal, Role};
 
 /// The built-in tool the model asks a human with.
@@ -126,20 +127,9 @@ pub fn check_reply(question: &Question, reply: &QuestionReply) -> Result<(), Str
 /// `fields` against the question's schema, each problem named by its
 /// field (`answer.environment: …`).
 fn check_fields(schema: &Value, fields: &Map<String, Value>) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema)
-        .map_err(|e| format!("the question's schema cannot be used to check answers: {e}"))?;
     let instance = Value::Object(fields.clone());
-    let problems: Vec<String> = validator
-        .iter_errors(&instance)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            let field = path.trim_start_matches('/').replace('/', ".");
-            match field.is_empty() {
-                true => format!("answer: {error}"),
-                false => format!("answer.{field}: {error}"),
-            }
-        })
-        .collect();
+    let problems = schema_problems(schema, &instance, "answer")
+        .map_err(|e| format!("the question's schema cannot be used to check answers: {e}"))?;
     match problems.is_empty() {
         true => Ok(()),
         false => Err(format!("invalid answer: {}", problems.join("; "))),

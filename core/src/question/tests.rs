@@ -1,20 +1,8 @@
-use std::collections::BTreeSet;
-
 use asg_shared::fixtures;
 use serde_json::json;
 
 use super::*;
-use crate::principal::Credential;
-
-fn who(subject: &str, roles: &[Role], groups: &[&str]) -> Principal {
-    Principal {
-        subject: subject.into(),
-        name: None,
-        roles: roles.iter().copied().collect::<BTreeSet<_>>(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        credential: Credential::Token,
-    }
-}
+use crate::cast::who;
 
 fn asked(arguments: serde_json::Value) -> Result<Question, String> {
     from_arguments(arguments.as_object().expect("an object"))
