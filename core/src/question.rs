@@ -194,6 +194,23 @@ pub fn from_arguments(arguments: &Map<String, Value>) -> Result<Question, String
     })
 }
 
+/// What a property of a question's schema may say (MCP elicitation's
+/// primitive schemas): no patterns, nesting or references.
+const PROPERTY_KEYWORDS: [&str; 12] = [
+    "type",
+    "title",
+    "description",
+    "enum",
+    "enumNames",
+    "oneOf",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "format",
+    "default",
+];
+
 /// A requested schema as MCP elicitation allows it: an object of flat
 /// properties (string, number, integer, boolean; strings may carry
 /// `enum`), nothing nested, no references.
@@ -212,12 +229,19 @@ pub fn check_flat_schema(schema: &Value) -> Result<Value, String> {
         .ok_or(format!("{flat}, with 1 to {MAX_PROPERTIES} properties"))?;
     for (name, property) in properties {
         let kind = property.get("type").and_then(Value::as_str);
-        let nested = property.get("properties").is_some()
-            || property.get("items").is_some()
-            || property.get("$ref").is_some();
-        if !matches!(kind, Some("string" | "number" | "integer" | "boolean")) || nested {
+        if !matches!(kind, Some("string" | "number" | "integer" | "boolean")) {
             return Err(format!(
                 "`schema.properties.{name}` must be a string, number, integer or boolean property"
+            ));
+        }
+        let keywords = property.as_object().into_iter().flat_map(|p| p.keys());
+        if let Some(other) = keywords
+            .into_iter()
+            .find(|k| !PROPERTY_KEYWORDS.contains(&k.as_str()))
+        {
+            return Err(format!(
+                "`schema.properties.{name}.{other}` is not allowed in a question's schema (allowed: {})",
+                PROPERTY_KEYWORDS.join(", ")
             ));
         }
     }

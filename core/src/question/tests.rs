@@ -36,6 +36,10 @@ fn the_models_arguments_become_a_checked_question() {
             "flat object schema",
         ),
         (
+            json!({"question": "q", "schema": {"type": "object", "properties": {"a": {"type": "string", "pattern": "(a+)+$"}}}}),
+            "schema.properties.a.pattern` is not allowed",
+        ),
+        (
             json!({"question": "q", "choices": ["a"], "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}),
             "not both",
         ),
