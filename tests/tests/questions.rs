@@ -517,3 +517,22 @@ async fn with_separate_answerer_the_asker_may_not_answer_its_own_question() {
     let (status, answered) = agent.post_with(&path, body, &olga).await;
     assert_eq!(status, 200, "{answered}");
 }
+
+#[tokio::test]
+async fn the_demo_asks_for_a_missing_value_then_stops_for_approval() {
+    let agent = Agent::start(
+        &asg_tests::workspace_root().join("config/demo.yaml"),
+        AgentOptions::default(),
+    )
+    .await;
+    let (_, asked) = agent.say_new("add resource web-9").await;
+    let uuid = question_uuid(&asked);
+    assert_eq!(
+        asked["result"]["question"]["question"]["text"],
+        "Which value should web-9 have?"
+    );
+    let (status, answered) = answer(&agent, &uuid, json!({"answer": {"value": 5}})).await;
+    assert_eq!(status, 200, "{answered}");
+    let approval = &answered["result"]["approval"];
+    assert_eq!(approval["tool_args"], json!({"name": "web-9", "value": 5}), "{answered}");
+}
