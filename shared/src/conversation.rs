@@ -227,10 +227,13 @@ pub struct Question {
     pub separate: bool,
 }
 
-/// How a question was answered.
+/// How a question was answered. On the wire `{"action": "accept",
+/// "answer": …}`, `{"action": "decline"}` or `{"action": "cancel"}`
+/// (read through a plain struct: serde's tagged-enum reader would double
+/// the chat's bundle code for it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(tag = "action", rename_all = "snake_case")]
+#[serde(from = "ReplyWire", into = "ReplyWire")]
 pub enum QuestionReply {
     /// Answered: a string, or an object matching the question's schema.
     Accept {
@@ -242,6 +245,45 @@ pub enum QuestionReply {
     Decline,
     /// The person dismissed the question without deciding.
     Cancel,
+}
+
+/// [`QuestionReply`] as it is written.
+#[derive(Clone, Serialize, Deserialize)]
+struct ReplyWire {
+    action: ReplyAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer: Option<Value>,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ReplyAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+impl From<ReplyWire> for QuestionReply {
+    fn from(wire: ReplyWire) -> QuestionReply {
+        match wire.action {
+            ReplyAction::Accept => QuestionReply::Accept {
+                answer: wire.answer.unwrap_or(Value::Null),
+            },
+            ReplyAction::Decline => QuestionReply::Decline,
+            ReplyAction::Cancel => QuestionReply::Cancel,
+        }
+    }
+}
+
+impl From<QuestionReply> for ReplyWire {
+    fn from(reply: QuestionReply) -> ReplyWire {
+        let (action, answer) = match reply {
+            QuestionReply::Accept { answer } => (ReplyAction::Accept, Some(answer)),
+            QuestionReply::Decline => (ReplyAction::Decline, None),
+            QuestionReply::Cancel => (ReplyAction::Cancel, None),
+        };
+        ReplyWire { action, answer }
+    }
 }
 
 impl QuestionReply {
@@ -600,5 +642,31 @@ impl Conversation {
             .iter()
             .rev()
             .find(|m| m.role == Role::Assistant && m.tool_call.is_none())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::QuestionReply;
+
+    #[test]
+    fn a_reply_is_written_with_its_action() {
+        let cases = [
+            (
+                QuestionReply::Accept {
+                    answer: json!({"n": 1}),
+                },
+                json!({"action": "accept", "answer": {"n": 1}}),
+            ),
+            (QuestionReply::Decline, json!({"action": "decline"})),
+            (QuestionReply::Cancel, json!({"action": "cancel"})),
+        ];
+        for (reply, wire) in cases {
+            assert_eq!(serde_json::to_value(&reply).unwrap(), wire);
+            assert_eq!(serde_json::from_value::<QuestionReply>(wire).unwrap(), reply);
+        }
+        assert!(serde_json::from_value::<QuestionReply>(json!({"action": "maybe"})).is_err());
     }
 }

@@ -127,11 +127,11 @@ pub fn answer(fields: &[Field], values: &BTreeMap<String, String>) -> Result<Val
                 .parse::<i64>()
                 .map(Value::from)
                 .map_err(|_| format!("{} must be a whole number", field.label))?,
-            FieldKind::Number { integer: false } => text
-                .parse::<f64>()
+            // serde_json's own number reader: no second float parser in
+            // the bundle.
+            FieldKind::Number { integer: false } => serde_json::from_str::<Value>(text)
                 .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map(Value::Number)
+                .filter(Value::is_number)
                 .ok_or_else(|| format!("{} must be a number", field.label))?,
         };
         answer.insert(field.name.clone(), value);
