@@ -56,8 +56,9 @@ async fn questions_are_answered_with_buttons_and_forms_in_the_browser() {
     click(&browser, ".question-card [data-action='answer']").await;
     browser.wait_gone(".question-card").await;
     let answered = browser
-        .wait_text("#messages .message.assistant", "Going on with:")
+        .wait_text("#messages .message.assistant", "\"replicas\":3")
         .await;
+    assert!(answered.contains("Going on with:"), "{answered}");
     assert!(answered.contains("\"replicas\":3"), "{answered}");
     assert!(answered.contains("\"confirm\":true"), "{answered}");
     assert!(answered.contains("\"environment\":\"prod\""), "{answered}");

@@ -665,7 +665,10 @@ mod tests {
         ];
         for (reply, wire) in cases {
             assert_eq!(serde_json::to_value(&reply).unwrap(), wire);
-            assert_eq!(serde_json::from_value::<QuestionReply>(wire).unwrap(), reply);
+            assert_eq!(
+                serde_json::from_value::<QuestionReply>(wire).unwrap(),
+                reply
+            );
         }
         assert!(serde_json::from_value::<QuestionReply>(json!({"action": "maybe"})).is_err());
     }

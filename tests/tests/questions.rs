@@ -534,5 +534,9 @@ async fn the_demo_asks_for_a_missing_value_then_stops_for_approval() {
     let (status, answered) = answer(&agent, &uuid, json!({"answer": {"value": 5}})).await;
     assert_eq!(status, 200, "{answered}");
     let approval = &answered["result"]["approval"];
-    assert_eq!(approval["tool_args"], json!({"name": "web-9", "value": 5}), "{answered}");
+    assert_eq!(
+        approval["tool_args"],
+        json!({"name": "web-9", "value": 5}),
+        "{answered}"
+    );
 }

@@ -36,6 +36,11 @@ pub fn Composer() -> impl IntoView {
     let placeholder = move || {
         if accepts() {
             "Message the agent…  (Enter to send, Shift+Enter for a new line)"
+        } else if state.conversation.with(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.pending().iter().any(|p| p.is_question()))
+        }) {
+            "Answer the question first"
         } else if state.conversation.with(|c| waits_for_decision(c.as_ref())) {
             "Approve or reject the pending actions first"
         } else {

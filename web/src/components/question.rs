@@ -42,12 +42,12 @@ pub fn QuestionCard(pending: PendingApproval, question: Question) -> impl IntoVi
                 <span class="chip">{asker}</span>
             </div>
             <div class="question-text markdown" inner_html=render_markdown(&question.text)></div>
-            {answer_form(uuid, form(&question), send)}
             {move || {
                 problem
                     .get()
                     .map(|p| view! { <p class="question-error args-error" role="alert">{p}</p> })
             }}
+            {answer_form(uuid, form(&question), send)}
         </section>
     }
 }

@@ -29,6 +29,8 @@ pub struct ToolExchange {
 pub enum ToolState {
     /// Stopped until a human approves or rejects it.
     AwaitingApproval,
+    /// Stopped until a human answers its question (`ask_human`).
+    AwaitingAnswer,
     /// Running (the agent is still working on the turn).
     Running,
     /// No result was recorded and nothing is running.
@@ -46,6 +48,7 @@ impl ToolState {
     pub fn label(self) -> &'static str {
         match self {
             ToolState::AwaitingApproval => "awaiting approval",
+            ToolState::AwaitingAnswer => "awaiting an answer",
             ToolState::Running => "running",
             ToolState::NoResult => "no result",
             ToolState::Succeeded => "done",
@@ -57,7 +60,7 @@ impl ToolState {
     /// CSS class for the badge.
     pub fn class(self) -> &'static str {
         match self {
-            ToolState::AwaitingApproval => "awaiting",
+            ToolState::AwaitingApproval | ToolState::AwaitingAnswer => "awaiting",
             ToolState::Running => "running",
             ToolState::NoResult => "no-result",
             ToolState::Succeeded => "done",
@@ -140,12 +143,13 @@ impl ToolExchange {
     pub fn state(&self, pending: &[PendingApproval], working: bool) -> ToolState {
         let awaits = pending
             .iter()
-            .any(|p| p.call_id == self.call_id() && p.state == ApprovalState::Pending);
+            .find(|p| p.call_id == self.call_id() && p.state == ApprovalState::Pending);
         match &self.result {
             Some(_) if self.is_rejected() => ToolState::Rejected,
             Some(_) if self.is_error() => ToolState::Failed,
             Some(_) => ToolState::Succeeded,
-            None if awaits => ToolState::AwaitingApproval,
+            None if awaits.is_some_and(PendingApproval::is_question) => ToolState::AwaitingAnswer,
+            None if awaits.is_some() => ToolState::AwaitingApproval,
             None if working => ToolState::Running,
             None => ToolState::NoResult,
         }
@@ -351,6 +355,13 @@ mod tests {
             ToolState::Running
         );
         assert_eq!(exchange.state(&[], false), ToolState::NoResult);
+        let mut asked = pending.clone();
+        asked.question = Some(Box::new(
+            serde_json::from_value(json!({"text": "Which?"})).unwrap(),
+        ));
+        let waiting = exchange.state(&[asked], true);
+        assert_eq!(waiting, ToolState::AwaitingAnswer);
+        assert_eq!(waiting.label(), "awaiting an answer");
         let mut approved = pending;
         approved.state = ApprovalState::Executing;
         assert_eq!(exchange.state(&[approved], true), ToolState::Running);
