@@ -205,7 +205,7 @@ fn MessageBody(role: Role, is_error: bool, content: String) -> impl IntoView {
             Some((prose, json)) => view! {
                 <div class="content markdown" inner_html=render_markdown(&prose)></div>
                 <div class="content answer-json">
-                    <ShownValue shown=json multiline=false open=false />
+                    <ShownValue shown=json multiline=false open=true />
                 </div>
             }
             .into_any(),
