@@ -75,6 +75,15 @@ async fn approve_with_edited_arguments(browser: &Browser, agent: &Agent) {
         .wait_text(".tool-decided-by", "approved with edited arguments")
         .await;
     browser.wait_text(".tool-edited-args", "web-2").await;
+    // The edit as a diff: each changed argument, requested (struck) and
+    // as it ran.
+    browser.wait_text(".args-diff del", "web-1").await;
+    browser.wait_text(".args-diff ins", "web-2").await;
+    assert_eq!(
+        browser.count(".args-diff tr").await,
+        2,
+        "name and value changed"
+    );
     browser.screenshot("edit-args-approved").await;
     assert_eq!(agent.resource_names().await, ["web-2"]);
 }

@@ -1,14 +1,13 @@
 //! The message history: user and assistant bubbles, error reports,
 //! collapsed system prompts, and tool calls paired with their results.
 
-use asg_shared::{Message, Role};
+use asg_shared::{Message, Role, ToolCall};
 use leptos::html::Div;
 use leptos::prelude::*;
-use uuid::Uuid;
 
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
 use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
-use crate::logic::choices::{DecisionNotes, decision_notes};
+use crate::logic::choices::{ArgChange, DecisionNotes, decision_notes};
 use crate::logic::json::{Shown, show_text, split_trailing_json};
 use crate::logic::labels::clock;
 use crate::logic::markdown::render_markdown;
@@ -251,7 +250,7 @@ fn ToolCard(exchange: ToolExchange) -> impl IntoView {
     let args = exchange.call().map(|c| c.arguments.clone());
     let result = exchange.result.clone();
     let call_id = exchange.call_id().to_string();
-    let decided = decided(state, exchange.call().and_then(|c| c.approval_uuid));
+    let decided = decided(state, exchange.call().cloned());
     let wants_sign_in = result
         .as_ref()
         .is_some_and(|r| is_error && needs_sign_in(&r.content));
@@ -307,16 +306,17 @@ struct Decided {
 
 /// Whether the call's approval was decided: approved?, the line that says
 /// by whom, and whether the arguments were edited or the tool remembered.
-fn decided(state: AppState, approval: Option<Uuid>) -> Memo<Option<Decided>> {
+fn decided(state: AppState, call: Option<ToolCall>) -> Memo<Option<Decided>> {
     Memo::new(move |_| {
-        let approval = approval?;
+        let call = call.as_ref()?;
+        let approval = call.approval_uuid?;
         state.conversation.with(|c| {
             c.as_ref()
                 .and_then(|c| decision_for(&c.decisions, approval))
                 .map(|d| Decided {
                     approved: d.approved,
                     label: decision_label(d),
-                    notes: decision_notes(d),
+                    notes: decision_notes(d, Some(&call.arguments)),
                 })
         })
     })
@@ -382,6 +382,28 @@ fn decided_by(decided: Decided) -> impl IntoView {
                     </div>
                 }
             })}
+        {(!notes.changes.is_empty()).then(|| args_diff(notes.changes))}
+    }
+}
+
+/// `.tool-edited-args` as a diff: each argument the approver changed,
+/// as requested (struck) and as it ran.
+fn args_diff(changes: Vec<ArgChange>) -> impl IntoView {
+    view! {
+        <table class="tool-edited-args args-diff">
+            {changes
+                .into_iter()
+                .map(|change| {
+                    view! {
+                        <tr>
+                            <th>{change.name}</th>
+                            <td><del>{change.before.unwrap_or_else(|| "—".into())}</del></td>
+                            <td><ins>{change.after.unwrap_or_else(|| "—".into())}</ins></td>
+                        </tr>
+                    }
+                })
+                .collect_view()}
+        </table>
     }
 }
 

@@ -162,18 +162,61 @@ pub fn can_revoke(auth: &AuthState, owner: Option<&str>) -> bool {
 pub struct DecisionNotes {
     /// `approved with edited arguments`, when they were edited.
     pub edited: Option<&'static str>,
-    /// The arguments that ran instead of the requested ones.
+    /// The arguments that ran instead of the requested ones, when the
+    /// requested ones are not known (else `changes` shows the edit).
     pub edited_arguments: Option<Shown>,
+    /// What the edit changed, argument by argument (a diff of the
+    /// requested and the edited arguments).
+    pub changes: Vec<ArgChange>,
     /// `always allowed in this conversation` (or with the same arguments).
     pub remembered: Option<&'static str>,
 }
 
-/// The notes for a recorded decision.
-pub fn decision_notes(decision: &ApprovalDecision) -> DecisionNotes {
+/// One argument an edit changed: its value as requested and as it ran
+/// (compact JSON; `None`: absent on that side).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ArgChange {
+    /// The argument.
+    pub name: String,
+    /// As the model requested it.
+    pub before: Option<String>,
+    /// As it ran.
+    pub after: Option<String>,
+}
+
+/// The arguments that differ between `requested` and `ran`, by name.
+pub fn arg_changes(requested: &Map<String, Value>, ran: &Map<String, Value>) -> Vec<ArgChange> {
+    let mut names: Vec<&String> = requested.keys().chain(ran.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| requested.get(*name) != ran.get(*name))
+        .map(|name| ArgChange {
+            name: name.clone(),
+            before: requested.get(name).map(Value::to_string),
+            after: ran.get(name).map(Value::to_string),
+        })
+        .collect()
+}
+
+/// The notes for a recorded decision on a call that requested
+/// `requested` (when known).
+pub fn decision_notes(
+    decision: &ApprovalDecision,
+    requested: Option<&Map<String, Value>>,
+) -> DecisionNotes {
     let edited = decision.edited_arguments.as_ref();
+    let changes = match (edited, requested) {
+        (Some(ran), Some(requested)) => arg_changes(requested, ran),
+        _ => Vec::new(),
+    };
     DecisionNotes {
         edited: edited.map(|_| "approved with edited arguments"),
-        edited_arguments: edited.map(|args| show_value(&Value::Object(args.clone()))),
+        edited_arguments: edited
+            .filter(|_| changes.is_empty())
+            .map(|args| show_value(&Value::Object(args.clone()))),
+        changes,
         remembered: decision.remembered.map(|scope| match scope {
             GrantScope::Conversation => "always allowed in this conversation",
             GrantScope::SameArguments => "always allowed with the same arguments",
@@ -366,10 +409,28 @@ mod tests {
             question: false,
             reply: None,
         };
-        assert_eq!(decision_notes(&decision), DecisionNotes::default());
+        assert_eq!(decision_notes(&decision, None), DecisionNotes::default());
         decision.edited_arguments = Some(map(json!({"name": "web-2", "value": 7})));
         decision.remembered = Some(GrantScope::Conversation);
-        let notes = decision_notes(&decision);
+        let requested = map(json!({"name": "web-1", "value": 7, "tag": "x"}));
+        let diffed = decision_notes(&decision, Some(&requested));
+        assert_eq!(diffed.edited_arguments, None, "the diff shows the edit");
+        assert_eq!(
+            diffed.changes,
+            [
+                ArgChange {
+                    name: "name".into(),
+                    before: Some("\"web-1\"".into()),
+                    after: Some("\"web-2\"".into()),
+                },
+                ArgChange {
+                    name: "tag".into(),
+                    before: Some("\"x\"".into()),
+                    after: None,
+                },
+            ]
+        );
+        let notes = decision_notes(&decision, None);
         assert_eq!(notes.edited, Some("approved with edited arguments"));
         assert_eq!(
             notes.edited_arguments,
