@@ -109,6 +109,18 @@ async fn a_form_question_mid_call_is_answered_and_the_call_goes_on() {
     );
     let again = answer(&agent, &uuid, json!({"answer": {"region": "us"}}), &[]).await;
     assert_error(&again, 404);
+    let (_, listed) = agent.get("/conversations").await;
+    let id = listed["conversations"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let decisions = agent.conversation(&id).await["decisions"].clone();
+    assert_eq!(decisions[0]["approval_uuid"], uuid.as_str(), "{decisions}");
+    assert_eq!(decisions[0]["question"], true);
+    assert_eq!(
+        decisions[0]["reply"],
+        json!({"action": "accept", "answer": {"region": "eu", "size": 2}})
+    );
     let audit = agent.audit_lines();
     assert!(
         audit

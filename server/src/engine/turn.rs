@@ -78,6 +78,9 @@ impl<'a> Turn<'a> {
     /// Saves the working copy durably, then publishes it.
     pub(crate) async fn save(&mut self) -> Result<(), EngineError> {
         self.conversation.updated_at = Utc::now();
+        // Answers to tool servers' questions during this turn's calls.
+        let answered = self.inner.asking.take_answered(self.conversation.id);
+        self.conversation.decisions.extend(answered);
         let snapshot = Arc::new(self.conversation.clone());
         store_call::save(&self.inner.store, snapshot.clone())
             .await

@@ -56,6 +56,9 @@ struct Waiting {
 /// needs (who may, where it is written and told).
 pub(crate) struct Asking {
     waiting: Mutex<HashMap<Uuid, Waiting>>,
+    /// Answers given, by conversation, until the turn that runs the call
+    /// records them with its next save.
+    answered: Mutex<HashMap<Uuid, Vec<ApprovalDecision>>>,
     policy: QuestionPolicy,
     audit: Option<Arc<AuditLog>>,
     inbox: Inbox,
@@ -72,6 +75,7 @@ impl Asking {
     ) -> Asking {
         Asking {
             waiting: Mutex::default(),
+            answered: Mutex::default(),
             policy,
             audit,
             inbox,
@@ -91,6 +95,13 @@ impl Asking {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Waiting>> {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The answers given in `conversation` since the last call, for its
+    /// turn to record.
+    pub(crate) fn take_answered(&self, conversation: Uuid) -> Vec<ApprovalDecision> {
+        let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
+        answered.remove(&conversation).unwrap_or_default()
     }
 
     /// Every question waiting here.
@@ -322,21 +333,26 @@ async fn answer_live(
     };
     asking.audit(&pending, word, &by).await;
     let _ = waiting.answer.send(reply.clone());
-    asking.resolved(
-        &pending,
-        Some(ApprovalDecision {
-            approval_uuid: uuid,
-            tool_name: pending.tool_name.clone(),
-            approved: true,
-            decided_by: by,
-            decided_at: Utc::now(),
-            reason: None,
-            edited_arguments: None,
-            remembered: None,
-            question: true,
-            reply: Some(reply.clone()),
-        }),
-    );
+    let decision = ApprovalDecision {
+        approval_uuid: uuid,
+        tool_name: pending.tool_name.clone(),
+        approved: true,
+        decided_by: by,
+        decided_at: Utc::now(),
+        reason: None,
+        edited_arguments: None,
+        remembered: None,
+        question: true,
+        reply: Some(reply.clone()),
+    };
+    asking
+        .answered
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(pending.conversation_id)
+        .or_default()
+        .push(decision.clone());
+    asking.resolved(&pending, Some(decision));
     Ok(TurnOutcome {
         result: TurnAnswer {
             response: "Answer recorded; the tool call that asked goes on.".into(),
