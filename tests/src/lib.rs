@@ -639,6 +639,12 @@ pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// Pids of live `mcp-resources` processes started for `data_dir` (their
 /// environment has `ASG_DATA_DIR=<data_dir>`), found through /proc.
 pub fn mcp_children_for(data_dir: &Path) -> Vec<u32> {
+    children_named(data_dir, "mcp-resources")
+}
+
+/// The running processes whose command line names `program` and whose
+/// environment has `ASG_DATA_DIR=data_dir` (an agent's stdio tool servers).
+pub fn children_named(data_dir: &Path, program: &str) -> Vec<u32> {
     let wanted = format!("ASG_DATA_DIR={}", data_dir.display());
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -654,7 +660,7 @@ pub fn mcp_children_for(data_dir: &Path) -> Vec<u32> {
         };
         let dir = entry.path();
         let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-        if !String::from_utf8_lossy(&cmdline).contains("mcp-resources") {
+        if !String::from_utf8_lossy(&cmdline).contains(program) {
             continue;
         }
         // A zombie keeps its cmdline for a while but no longer runs.

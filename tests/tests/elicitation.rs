@@ -285,3 +285,38 @@ async fn a_kill_while_a_question_waits_records_the_call_as_interrupted() {
         404,
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_server_that_dies_while_its_question_waits_interrupts_the_call() {
+    let (dir, config) = config_with("agent-elicit.yaml", "");
+    let data = dir.path().join("data");
+    let options = AgentOptions {
+        data_dir: Some(data.clone()),
+        ..AgentOptions::default()
+    };
+    let agent = Agent::start(&config, options).await;
+    let turn = start_turn(&agent, "configure", None);
+    let uuid = asked(&agent, &[]).await["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let servers = asg_tests::children_named(&data, "mcp-asker");
+    assert_eq!(servers.len(), 1, "one mcp-asker: {servers:?}");
+    std::process::Command::new("kill")
+        .args(["-9", &servers[0].to_string()])
+        .status()
+        .expect("kill the tool server");
+    let told = finished(turn).await;
+    assert!(
+        told.starts_with(
+            "Failed: Interrupted: the call ended while the tool server's question waited"
+        ),
+        "{told}"
+    );
+    let (_, listed) = agent.get("/questions").await;
+    assert_eq!(listed["questions"], json!([]), "{listed}");
+    assert_error(
+        &answer(&agent, &uuid, json!({"answer": {"region": "eu"}}), &[]).await,
+        404,
+    );
+}

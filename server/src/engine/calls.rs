@@ -138,8 +138,11 @@ async fn run_call(
     let called = (inner.tools)
         .call_asking(name, arguments, ctx.bearer.as_ref(), asks)
         .await;
-    if let Some(interrupted) = asker.and_then(|a| a.interruption()) {
-        return CallOutcome::done(interrupted, true);
+    if let Some(asker) = asker {
+        asker.finish();
+        if let Some(interrupted) = asker.interruption() {
+            return CallOutcome::done(interrupted, true);
+        }
     }
     match called {
         Ok(output) => CallOutcome::done(output.content, output.is_error),

@@ -128,6 +128,8 @@ impl Asking {
             asking: self.clone(),
             site,
             timed_out: AtomicBool::new(false),
+            asked: Mutex::default(),
+            cut_short: AtomicBool::new(false),
         })
     }
 
@@ -166,19 +168,41 @@ pub(crate) struct CallAsker {
     asking: Arc<Asking>,
     site: CallSite,
     timed_out: AtomicBool,
+    /// The questions this call asked.
+    asked: Mutex<Vec<Uuid>>,
+    /// The call ended while one of them still waited.
+    cut_short: AtomicBool,
 }
 
 impl CallAsker {
     /// What the model is told instead of the call's result when a
-    /// question of it was not answered in time (`None`: none was).
+    /// question of it was not answered in time, or the call ended while
+    /// one waited (`None`: neither).
     pub(crate) fn interruption(&self) -> Option<String> {
-        self.timed_out.load(Ordering::SeqCst).then(|| {
-            format!(
+        if self.timed_out.load(Ordering::SeqCst) {
+            return Some(format!(
                 "Interrupted: the tool server asked a person and nobody answered within {}; \
                  the question was canceled there, so the call may have partly run. It was not retried.",
                 crate::config::format_secs(self.asking.policy.elicitation_timeout.as_secs())
-            )
+            ));
+        }
+        self.cut_short.load(Ordering::SeqCst).then(|| {
+            "Interrupted: the call ended while the tool server's question waited for a person \
+             (the server stopped or the call failed), so it may have partly run. It was not retried."
+                .to_string()
         })
+    }
+
+    /// The call is over: a question of it still waiting goes (nobody can
+    /// answer it any more), and the call counts as cut short.
+    pub(crate) fn finish(&self) {
+        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
+        for uuid in asked {
+            if let Some(waiting) = self.asking.take(uuid) {
+                self.cut_short.store(true, Ordering::SeqCst);
+                self.asking.resolved(&waiting.pending, None);
+            }
+        }
     }
 
     /// The pending question an elicitation becomes.
@@ -240,6 +264,10 @@ impl Drop for Unregister<'_> {
 impl Asker for CallAsker {
     async fn ask(&self, elicitation: Elicitation) -> Option<QuestionReply> {
         let pending = self.question(elicitation);
+        self.asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(pending.uuid);
         let (sender, answer) = oneshot::channel();
         self.asking.lock().insert(
             pending.uuid,
