@@ -66,44 +66,7 @@ impl Turn<'_> {
     /// Runs the approved call (or forwards the decision of a proxy
     /// approval) and hands its result to the core.
     async fn call(&mut self, order: &CallOrder) -> Result<Transition, EngineError> {
-        let pending = &order.pending;
-        let outcome = if order.is_remote() {
-            let reason = order.reason.as_deref().filter(|_| !order.approve);
-            tracing::info!(approval = %pending.uuid, approve = order.approve, "forwarding the decision to the sub-agent");
-            let reply = order.reply.as_ref();
-            calls::forward_decision(
-                &self.inner,
-                &self.ctx,
-                pending,
-                order.approve,
-                reason,
-                reply,
-            )
-            .await
-        } else if order.approve {
-            tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
-            let site = crate::engine::CallSite {
-                conversation_id: self.conversation.id,
-                call_id: pending.call_id.clone(),
-                node: pending.node.clone(),
-                requester: self.requester.clone(),
-                approval: Some(pending.clone()),
-            };
-            calls::execute(
-                &self.inner,
-                &self.ctx,
-                &pending.tool_name,
-                order.arguments.clone(),
-                Some(site),
-            )
-            .await
-        } else {
-            // The core records a local refusal itself; nothing to run.
-            CallOutcome::Done {
-                content: asg_core::lifecycle::rejection_text(order.reason.as_deref()),
-                is_error: true,
-            }
-        };
+        let outcome = self.carry_out(order).await;
         if order.approve {
             let result = match &outcome {
                 CallOutcome::Done {
@@ -112,14 +75,71 @@ impl Turn<'_> {
                 CallOutcome::Done { is_error: true, .. } => "error",
                 CallOutcome::Remote { .. } => "approval",
             };
-            crate::metrics::metrics().approved_call(&pending.tool_name, result);
+            crate::metrics::metrics().approved_call(&order.pending.tool_name, result);
         }
         // Credentials follow the person who instructed the action: the
         // approver's token ran (or forwarded) the approved call only; the
         // rest of the run works on the requester's instructions and never
         // carries it.
         self.ctx.bearer = None;
-        let result = match outcome {
+        let result = self.call_result(order, outcome);
+        let command = Command::Finished { order, result };
+        let inner = self.inner.clone();
+        inner
+            .with_facts(|facts| transition::apply(&self.conversation, Who::System, command, facts))
+            .map_err(|refusal| super::super::refused(refusal, &self.conversation))
+    }
+
+    /// What the order does: forward the decision (or answer) to the
+    /// sub-agent, run the approved call with its stored arguments, or
+    /// nothing for a local refusal.
+    async fn carry_out(&self, order: &CallOrder) -> CallOutcome {
+        let pending = &order.pending;
+        if order.is_remote() {
+            let reason = order.reason.as_deref().filter(|_| !order.approve);
+            tracing::info!(approval = %pending.uuid, approve = order.approve, "forwarding the decision to the sub-agent");
+            let reply = order.reply.as_ref();
+            return calls::forward_decision(
+                &self.inner,
+                &self.ctx,
+                pending,
+                order.approve,
+                reason,
+                reply,
+            )
+            .await;
+        }
+        if !order.approve {
+            // The core records a local refusal itself; nothing to run.
+            return CallOutcome::Done {
+                content: asg_core::lifecycle::rejection_text(order.reason.as_deref()),
+                is_error: true,
+            };
+        }
+        tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
+        let site = crate::engine::CallSite {
+            conversation_id: self.conversation.id,
+            call_id: pending.call_id.clone(),
+            node: pending.node.clone(),
+            requester: self.requester.clone(),
+            approval: Some(pending.clone()),
+        };
+        let arguments = order.arguments.clone();
+        calls::execute(
+            &self.inner,
+            &self.ctx,
+            &pending.tool_name,
+            arguments,
+            Some(site),
+        )
+        .await
+    }
+
+    /// The call's outcome as the core reads it: a sub-agent asking again
+    /// becomes the next proxy approval (stamped when approved).
+    fn call_result(&self, order: &CallOrder, outcome: CallOutcome) -> CallResult {
+        let pending = &order.pending;
+        match outcome {
             CallOutcome::Done { content, is_error } => CallResult::Done { content, is_error },
             CallOutcome::Remote { agent, approval } => {
                 let next = calls::proxy_approval(
@@ -139,12 +159,7 @@ impl Turn<'_> {
                     next: Box::new(next),
                 }
             }
-        };
-        let command = Command::Finished { order, result };
-        let inner = self.inner.clone();
-        inner
-            .with_facts(|facts| transition::apply(&self.conversation, Who::System, command, facts))
-            .map_err(|refusal| super::super::refused(refusal, &self.conversation))
+        }
     }
 
     /// Records a decision in the audit log (durable: synced, or
