@@ -8,6 +8,7 @@ pub mod api;
 pub mod app;
 pub mod audit;
 pub mod auth;
+pub mod channels;
 pub mod config;
 pub mod context;
 pub mod engine;

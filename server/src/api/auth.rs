@@ -1,6 +1,7 @@
 //! Authentication at the edge: every request except the public pages
-//! (`/`, `/health`, `/docs`, `/openapi.json`, the agent card) must carry a
-//! credential; the principal goes into the request's extensions for the
+//! (`/`, `/health`, `/docs`, `/openapi.json`, the agent card) and the
+//! channels' routes (`/channels/…`, which verify their own signatures)
+//! must carry a credential; the principal goes into the request's extensions for the
 //! handlers. Missing or invalid credentials answer 401 with
 //! `WWW-Authenticate: Bearer` naming the problem; a provider whose keys
 //! cannot be read answers 503. Nothing about the credential is logged.
@@ -48,7 +49,9 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if PUBLIC.contains(&request.uri().path()) {
+    let path = request.uri().path();
+    // Channel routes verify their own signatures and tokens.
+    if PUBLIC.contains(&path) || super::channels::is_channel_path(path) {
         return next.run(request).await;
     }
     match auth.authenticate(request.headers()).await {

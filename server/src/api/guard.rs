@@ -10,7 +10,10 @@
 //! - **Cross-site simple requests:** a form or `fetch` without preflight
 //!   can only send `text/plain`, form or multipart bodies. A state-changing
 //!   request with a body must say `application/json` (or `*/*+json`),
-//!   otherwise it gets 415 before any handler runs.
+//!   otherwise it gets 415 before any handler runs. The channels' routes
+//!   (`/channels/…`: Slack's signed forms, an email link's confirmation
+//!   form) are the exception: each verifies a signature or a signed
+//!   token the forging page cannot have.
 
 use std::sync::Arc;
 
@@ -46,7 +49,10 @@ fn is_json(content_type: &str) -> bool {
 
 /// 415 unless a state-changing request with a body declares JSON.
 fn check_content_type(request: &Request) -> Result<(), ApiError> {
-    if request.method().is_safe() || !has_body(request.body()) {
+    if request.method().is_safe()
+        || !has_body(request.body())
+        || super::channels::is_channel_path(request.uri().path())
+    {
         return Ok(());
     }
     let received = match request.headers().get(header::CONTENT_TYPE) {

@@ -7,6 +7,7 @@ pub mod a2a;
 pub mod access;
 pub mod approvals;
 pub mod auth;
+pub mod channels;
 pub mod conversations;
 pub mod docs;
 pub mod error;
@@ -129,6 +130,7 @@ pub fn router(state: AppState) -> Router {
             delete(approvals::grants_revoke),
         )
         .merge(a2a::routes())
+        .merge(channels::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -16,6 +16,7 @@ use crate::a2a::client::A2aClient;
 use crate::api::{self, AgentInfo, AppState, CardSecurity};
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;
+use crate::channels::Channels;
 use crate::config::AgentConfig;
 use crate::engine::catalog::ToolCatalog;
 use crate::engine::rules::ApprovalRules;
@@ -45,6 +46,8 @@ pub struct App {
     auth: Authenticator,
     /// Webhooks and A2A push notifications.
     notifier: Arc<Notifier>,
+    /// Slack and email.
+    channels: Arc<Channels>,
 }
 
 impl App {
@@ -95,8 +98,11 @@ impl App {
         .await
         .map_err(|e| StartupError(e.to_string()))?;
         let tools = tools.registry;
-        let notifier = match Notifier::build(&config, &engine, env, database) {
-            Ok(notifier) => notifier,
+        let built = Notifier::build(&config, &engine, env, database).and_then(|notifier| {
+            Channels::build(&config, &engine, env).map(|channels| (notifier, channels))
+        });
+        let (notifier, channels) = match built {
+            Ok(built) => built,
             Err(error) => {
                 tools.shutdown().await;
                 return Err(StartupError(error));
@@ -109,6 +115,7 @@ impl App {
         Ok(App {
             auth,
             notifier: Arc::new(notifier),
+            channels: Arc::new(channels),
             quarantined_files: store.quarantined(),
             config,
             engine,
@@ -141,7 +148,9 @@ impl App {
                 },
             }),
         });
-        router.layer(axum::Extension(self.notifier.push()))
+        router
+            .layer(axum::Extension(self.notifier.push()))
+            .layer(axum::Extension(self.channels.clone()))
     }
 
     /// `GET /metrics` alone, for `metrics_listen`.
@@ -161,7 +170,11 @@ impl App {
         self.notifier
             .start(&self.config.public_base_url(port))
             .await;
+        self.channels
+            .start(&self.config.public_base_url(port))
+            .await;
         let notifier = self.notifier.clone();
+        let channels = self.channels.clone();
         let engine = self.engine.clone();
         let closing = self.engine.clone();
         let deadline = std::time::Duration::from_secs(self.config.shutdown_timeout_secs);
@@ -175,6 +188,7 @@ impl App {
                 // What the engine's shutdown recorded is still notified,
                 // within a short bound.
                 notifier.shutdown().await;
+                channels.shutdown().await;
                 // End the open event streams so the server can drain.
                 let _ = stopping.send(true);
             })

@@ -5,6 +5,7 @@
 //! they come from the environment (see [`crate::llm::provider`]).
 
 mod auth;
+pub mod channels;
 mod expand;
 pub mod notify;
 /// `approval.rules` as written (the core's format).
@@ -126,6 +127,9 @@ pub struct AgentConfig {
     /// Which callback URLs A2A push notifications may use.
     #[serde(default)]
     pub a2a_push: notify::A2aPushConfig,
+    /// Where approvals are also shown and decided: Slack, email.
+    #[serde(default)]
+    pub channels: channels::ChannelsConfig,
     /// Where conversations are stored: PostgreSQL when `store.url` (or
     /// `DATABASE_URL`) is set, else JSON files in `data_dir`.
     #[serde(default)]

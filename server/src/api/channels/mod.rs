@@ -1,0 +1,38 @@
+//! The channels' own doors under `/channels/`: requests that prove who
+//! sent them without our credentials — Slack's signed interactivity
+//! payloads, an email link's signed token — and arrive as forms, not
+//! JSON. So this prefix skips the bearer check ([`super::auth`]) and the
+//! JSON content-type rule ([`super::guard`]); each handler verifies its
+//! request itself before anything else, then decides through the engine
+//! as the principal the channel maps the person to
+//! (`crate::channels::directory`).
+
+use axum::Router;
+
+use super::AppState;
+
+/// Where the channels' routes live.
+pub const PREFIX: &str = "/channels/";
+
+/// Whether `path` is a channel's route (authenticated by the channel).
+pub fn is_channel_path(path: &str) -> bool {
+    path.starts_with(PREFIX)
+}
+
+/// The channels' routes (each answers 404 when its channel is not
+/// configured).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_channel_prefix_is_a_channel_path() {
+        assert!(is_channel_path("/channels/slack/actions"));
+        assert!(!is_channel_path("/channels"));
+        assert!(!is_channel_path("/approvals/channels/x"));
+    }
+}
