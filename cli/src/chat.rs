@@ -83,7 +83,11 @@ impl Chat<'_> {
 
     /// Shows what the turn produced, then prompts for whatever waits,
     /// again after each decision, until nothing does (or it is skipped).
-    async fn settle(&mut self, input: &mut dyn Input, mut response: ConversationResponse) -> Result<()> {
+    async fn settle(
+        &mut self,
+        input: &mut dyn Input,
+        mut response: ConversationResponse,
+    ) -> Result<()> {
         loop {
             self.show(&response);
             let Some(item) = next_pending(&response) else {
@@ -119,7 +123,11 @@ impl Chat<'_> {
             && result.question.is_none()
             && !result.response.is_empty()
         {
-            println!("{} {}", self.style.bold("agent>"), self.style.agent(&result.response));
+            println!(
+                "{} {}",
+                self.style.bold("agent>"),
+                self.style.agent(&result.response)
+            );
         }
     }
 }

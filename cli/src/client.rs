@@ -102,9 +102,8 @@ impl Client {
         if !status.is_success() {
             return Err(with_hint(CliError::from_body(status.as_u16(), &text)));
         }
-        serde_json::from_str(&text).map_err(|e| {
-            CliError::Http(format!("unexpected answer from {}{path}: {e}", self.base))
-        })
+        serde_json::from_str(&text)
+            .map_err(|e| CliError::Http(format!("unexpected answer from {}{path}: {e}", self.base)))
     }
 
     /// `POST /conversations` with a first message.

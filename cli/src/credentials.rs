@@ -165,6 +165,9 @@ mod tests {
         save(&path, &stored(60)).expect("saved");
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(load(&path).map(|t| t.access_token).as_deref(), Some("stored-secret"));
+        assert_eq!(
+            load(&path).map(|t| t.access_token).as_deref(),
+            Some("stored-secret")
+        );
     }
 }

@@ -11,7 +11,9 @@ use asg_shared::rest::{AnswerRequest, ApprovalRequest, ConversationResponse};
 use crate::client::Client;
 use crate::editor::edit_arguments;
 use crate::error::Result;
-use crate::format::{answer_value, approval_block, approval_details, pretty_arguments, question_block};
+use crate::format::{
+    answer_value, approval_block, approval_details, pretty_arguments, question_block,
+};
 use crate::keys::{ApprovalKey, approval_key, approval_keys_hint};
 use crate::style::Style;
 use crate::terminal::Input;

@@ -40,10 +40,7 @@ pub fn edit_arguments(arguments: &Map<String, Value>) -> Result<Map<String, Valu
     file.write_all(text.as_bytes())?;
     file.write_all(b"\n")?;
     file.flush()?;
-    let command = editor_command(
-        std::env::var("EDITOR").ok(),
-        std::env::var("VISUAL").ok(),
-    );
+    let command = editor_command(std::env::var("EDITOR").ok(), std::env::var("VISUAL").ok());
     // Through the shell, so `EDITOR="code --wait"` works; the path is a
     // positional parameter, never spliced into the command text.
     let status = std::process::Command::new("sh")
@@ -81,6 +78,10 @@ mod tests {
             Ok(serde_json::json!(9))
         );
         assert!(parse_edited("[1]").unwrap_err().contains("object"));
-        assert!(parse_edited("{value: 9").unwrap_err().contains("not valid JSON"));
+        assert!(
+            parse_edited("{value: 9")
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
     }
 }

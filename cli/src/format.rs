@@ -153,12 +153,20 @@ pub fn message_line(message: &Message, style: &Style) -> Option<String> {
                 call.name,
                 compact_arguments(&call.arguments)
             ))),
-            None => Some(format!("{} {}", style.bold("agent>"), style.agent(&message.content))),
+            None => Some(format!(
+                "{} {}",
+                style.bold("agent>"),
+                style.agent(&message.content)
+            )),
         },
         Role::Tool => {
             let failed = message.tool_result.as_ref().is_some_and(|r| r.is_error);
             let text = format!("  result: {}", message.content);
-            Some(if failed { style.bad(&text) } else { style.dim(&text) })
+            Some(if failed {
+                style.bad(&text)
+            } else {
+                style.dim(&text)
+            })
         }
     }
 }
@@ -171,7 +179,12 @@ pub fn conversation_show(conversation: &Conversation, style: &Style) -> String {
         style.bold(&conversation.id.to_string()),
         conversation.status.as_str()
     )];
-    lines.extend(conversation.messages.iter().filter_map(|m| message_line(m, style)));
+    lines.extend(
+        conversation
+            .messages
+            .iter()
+            .filter_map(|m| message_line(m, style)),
+    );
     for decision in &conversation.decisions {
         lines.push(format!("decision: {}", decision_line(decision, style)));
     }
@@ -198,8 +211,14 @@ mod tests {
     #[test]
     fn the_prompt_shows_the_tool_and_pretty_arguments() {
         let text = approval_block(&approval(), &Style::plain());
-        assert!(text.starts_with("Approval needed: resources_add\n"), "{text}");
-        assert!(text.contains("{\n  \"name\": \"web-1\",\n  \"value\": 3\n}"), "{text}");
+        assert!(
+            text.starts_with("Approval needed: resources_add\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("{\n  \"name\": \"web-1\",\n  \"value\": 3\n}"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -207,7 +226,10 @@ mod tests {
         let a = approval();
         let plain = approval_line(Some(2), &a, &Style::plain());
         assert!(plain.starts_with("#2 "), "{plain}");
-        assert!(plain.contains(r#"resources_add {"name":"web-1","value":3}"#), "{plain}");
+        assert!(
+            plain.contains(r#"resources_add {"name":"web-1","value":3}"#),
+            "{plain}"
+        );
         assert!(!plain.contains('\x1b'));
         let coloured = Style::decide(None, true, true);
         assert!(approval_line(Some(2), &a, &coloured).contains('\x1b'));

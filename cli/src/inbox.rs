@@ -47,7 +47,11 @@ impl InboxList {
                     return vec![];
                 }
                 let number = self.number();
-                let line = format!("{} {}", style.warn("new"), self.line(number, &approval, style));
+                let line = format!(
+                    "{} {}",
+                    style.warn("new"),
+                    self.line(number, &approval, style)
+                );
                 self.entries.push((number, approval));
                 vec![line]
             }
@@ -84,7 +88,10 @@ impl InboxList {
     fn line(&self, number: usize, approval: &PendingApproval, style: &Style) -> String {
         let line = approval_line(Some(number), approval, style);
         if approval.is_question() {
-            format!("{line} {}", style.dim("(a question: answer it in the chat)"))
+            format!(
+                "{line} {}",
+                style.dim("(a question: answer it in the chat)")
+            )
         } else {
             line
         }
@@ -159,10 +166,20 @@ fn event_lines(list: &mut InboxList, data: &str, style: &Style) -> Vec<String> {
 /// Carries out a decision typed in the inbox; the lines saying how it went.
 async fn act(client: &Client, list: &InboxList, action: InboxAction, style: &Style) -> Vec<String> {
     let (number, body) = match action {
-        InboxAction::Approve(n) => (n, ApprovalRequest { approved: Some(true), ..Default::default() }),
+        InboxAction::Approve(n) => (
+            n,
+            ApprovalRequest {
+                approved: Some(true),
+                ..Default::default()
+            },
+        ),
         InboxAction::Reject(n, reason) => (
             n,
-            ApprovalRequest { approved: Some(false), reason, ..Default::default() },
+            ApprovalRequest {
+                approved: Some(false),
+                reason,
+                ..Default::default()
+            },
         ),
         InboxAction::Nothing | InboxAction::Quit => return vec![],
     };
@@ -237,23 +254,45 @@ mod tests {
         let (a, b, c) = (approval("one"), approval("two"), approval("three"));
         let mut list = InboxList::default();
         let lines = list.apply(
-            InboxEvent::Pending { approvals: vec![a.clone(), b.clone()] },
+            InboxEvent::Pending {
+                approvals: vec![a.clone(), b.clone()],
+            },
             &style,
         );
         assert_eq!(lines[0], "2 pending");
-        assert!(lines[1].starts_with("#1 ") && lines[2].starts_with("#2 "), "{lines:?}");
-        let lines = list.apply(InboxEvent::ApprovalRequested { approval: c.clone() }, &style);
+        assert!(
+            lines[1].starts_with("#1 ") && lines[2].starts_with("#2 "),
+            "{lines:?}"
+        );
+        let lines = list.apply(
+            InboxEvent::ApprovalRequested {
+                approval: c.clone(),
+            },
+            &style,
+        );
         assert!(lines[0].starts_with("new #3 "), "{lines:?}");
         let lines = list.apply(
-            InboxEvent::ApprovalResolved { uuid: a.uuid, conversation_id: a.conversation_id, decision: None },
+            InboxEvent::ApprovalResolved {
+                uuid: a.uuid,
+                conversation_id: a.conversation_id,
+                decision: None,
+            },
             &style,
         );
         assert_eq!(lines, [format!("resolved #1 {}: interrupted", a.uuid)]);
         assert_eq!(list.get(2).map(|x| x.uuid), Some(b.uuid));
         assert!(list.get(1).is_none());
         // A fresh `pending` (after a lag) keeps known numbers.
-        list.apply(InboxEvent::Pending { approvals: vec![c.clone(), b.clone()] }, &style);
-        assert_eq!((list.number_of(c.uuid), list.number_of(b.uuid)), (Some(3), Some(2)));
+        list.apply(
+            InboxEvent::Pending {
+                approvals: vec![c.clone(), b.clone()],
+            },
+            &style,
+        );
+        assert_eq!(
+            (list.number_of(c.uuid), list.number_of(b.uuid)),
+            (Some(3), Some(2))
+        );
     }
 
     #[test]

@@ -158,11 +158,20 @@ mod tests {
 
     #[test]
     fn approval_keys() {
-        assert_eq!(approval_key(Key::Char('a'), true), Some(ApprovalKey::Approve));
-        assert_eq!(approval_key(Key::Char('R'), true), Some(ApprovalKey::Reject));
+        assert_eq!(
+            approval_key(Key::Char('a'), true),
+            Some(ApprovalKey::Approve)
+        );
+        assert_eq!(
+            approval_key(Key::Char('R'), true),
+            Some(ApprovalKey::Reject)
+        );
         assert_eq!(approval_key(Key::Char('e'), true), Some(ApprovalKey::Edit));
         assert_eq!(approval_key(Key::Char('e'), false), None, "no edit allowed");
-        assert_eq!(approval_key(Key::Char('d'), false), Some(ApprovalKey::Details));
+        assert_eq!(
+            approval_key(Key::Char('d'), false),
+            Some(ApprovalKey::Details)
+        );
         assert_eq!(approval_key(Key::Esc, true), Some(ApprovalKey::Skip));
         assert_eq!(approval_key(Key::Char('x'), true), None);
         assert_eq!(approval_key(Key::Enter, true), None);
@@ -196,6 +205,9 @@ mod tests {
             press_all(&[Key::Char('2'), Key::Char('r'), Key::Interrupt]).1,
             [InboxAction::Quit]
         );
-        assert_eq!(press_all(&chars("2rq")).0, InboxInput::Reason(2, "q".into()));
+        assert_eq!(
+            press_all(&chars("2rq")).0,
+            InboxInput::Reason(2, "q".into())
+        );
     }
 }

@@ -69,7 +69,10 @@ pub async fn conversations(
 ) -> Result<()> {
     match command {
         ConversationsCommand::List => {
-            println!("{}", conversation_list(&client.conversations().await?, style));
+            println!(
+                "{}",
+                conversation_list(&client.conversations().await?, style)
+            );
         }
         ConversationsCommand::Show { id } => {
             let id = parse_uuid("conversation", &id)?;

@@ -37,13 +37,15 @@ pub struct Endpoints {
 
 /// The endpoints in a discovery document, or why the flow is impossible.
 pub fn endpoints(issuer: &str, discovery: &Value) -> std::result::Result<Endpoints, String> {
-    let device = discovery["device_authorization_endpoint"].as_str().ok_or_else(|| {
-        format!(
-            "the provider at {issuer} does not offer the device authorization flow \
+    let device = discovery["device_authorization_endpoint"]
+        .as_str()
+        .ok_or_else(|| {
+            format!(
+                "the provider at {issuer} does not offer the device authorization flow \
              (its discovery document has no device_authorization_endpoint); \
              set ASG_TOKEN or ASG_API_KEY instead"
-        )
-    })?;
+            )
+        })?;
     let token = discovery["token_endpoint"]
         .as_str()
         .ok_or_else(|| format!("the provider at {issuer} names no token_endpoint"))?;
@@ -106,12 +108,18 @@ pub fn poll_answer(status: u16, body: &Value) -> Poll {
                 .map(|d| format!(" ({d})"))
                 .unwrap_or_default()
         )),
-        None => Poll::Failed(format!("unexpected answer from the token endpoint (HTTP {status})")),
+        None => Poll::Failed(format!(
+            "unexpected answer from the token endpoint (HTTP {status})"
+        )),
     }
 }
 
 /// Runs the flow and stores the token.
-pub async fn run(request: &LoginRequest, style: &Style, token_file: &std::path::Path) -> Result<()> {
+pub async fn run(
+    request: &LoginRequest,
+    style: &Style,
+    token_file: &std::path::Path,
+) -> Result<()> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -160,7 +168,9 @@ async fn poll(
     let mut interval = Duration::from_secs(device.interval.unwrap_or(5));
     loop {
         if Instant::now() >= deadline {
-            return Err(CliError::Invalid("the code expired before it was entered".into()));
+            return Err(CliError::Invalid(
+                "the code expired before it was entered".into(),
+            ));
         }
         tokio::time::sleep(interval).await;
         let form = form(&[
@@ -195,7 +205,11 @@ fn unreachable(url: &str, error: reqwest::Error) -> CliError {
 }
 
 async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value> {
-    let response = http.get(url).send().await.map_err(|e| unreachable(url, e))?;
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| unreachable(url, e))?;
     let status = response.status();
     let text = response.text().await.map_err(|e| unreachable(url, e))?;
     if !status.is_success() {
@@ -225,26 +239,46 @@ mod tests {
 
     #[test]
     fn a_discovery_without_the_device_endpoint_is_named() {
-        let error = endpoints("https://idp", &json!({"token_endpoint": "https://idp/token"}))
-            .expect_err("refused");
+        let error = endpoints(
+            "https://idp",
+            &json!({"token_endpoint": "https://idp/token"}),
+        )
+        .expect_err("refused");
         assert!(error.contains("device_authorization_endpoint"), "{error}");
         assert!(error.contains("https://idp"), "{error}");
         let found = endpoints(
             "https://idp",
             &json!({"token_endpoint": "t", "device_authorization_endpoint": "d"}),
         );
-        assert_eq!(found, Ok(Endpoints { device: "d".into(), token: "t".into() }));
+        assert_eq!(
+            found,
+            Ok(Endpoints {
+                device: "d".into(),
+                token: "t".into()
+            })
+        );
     }
 
     #[test]
     fn polling_answers() {
         assert_eq!(
             poll_answer(200, &json!({"access_token": "x", "expires_in": 60})),
-            Poll::Token { access_token: "x".into(), expires_in: Some(60) }
+            Poll::Token {
+                access_token: "x".into(),
+                expires_in: Some(60)
+            }
         );
-        assert_eq!(poll_answer(400, &json!({"error": "authorization_pending"})), Poll::Pending);
-        assert_eq!(poll_answer(400, &json!({"error": "slow_down"})), Poll::SlowDown);
-        assert!(matches!(poll_answer(400, &json!({"error": "access_denied"})), Poll::Failed(m) if m.contains("denied")));
+        assert_eq!(
+            poll_answer(400, &json!({"error": "authorization_pending"})),
+            Poll::Pending
+        );
+        assert_eq!(
+            poll_answer(400, &json!({"error": "slow_down"})),
+            Poll::SlowDown
+        );
+        assert!(
+            matches!(poll_answer(400, &json!({"error": "access_denied"})), Poll::Failed(m) if m.contains("denied"))
+        );
         assert!(matches!(poll_answer(500, &Value::Null), Poll::Failed(m) if m.contains("500")));
     }
 

@@ -58,11 +58,16 @@ mod tests {
 
     #[test]
     fn events_end_at_blank_lines_whatever_the_chunks() {
-        let stream = b": keep-alive\n\ndata: {\"type\":\"pending\"}\n\nevent: x\ndata: a\ndata: b\r\n\r\n";
+        let stream =
+            b": keep-alive\n\ndata: {\"type\":\"pending\"}\n\nevent: x\ndata: a\ndata: b\r\n\r\n";
         for size in [1, 2, 5, stream.len()] {
             let mut parser = SseParser::new();
             let events: Vec<String> = stream.chunks(size).flat_map(|c| parser.feed(c)).collect();
-            assert_eq!(events, ["{\"type\":\"pending\"}", "a\nb"], "chunks of {size}");
+            assert_eq!(
+                events,
+                ["{\"type\":\"pending\"}", "a\nb"],
+                "chunks of {size}"
+            );
         }
     }
 

@@ -88,7 +88,10 @@ mod tests {
     #[test]
     fn colour_needs_a_terminal_and_no_no_color() {
         assert!(Style::decide(None, true, true).color);
-        assert!(Style::decide(Some(""), false, true).color, "empty NO_COLOR is unset");
+        assert!(
+            Style::decide(Some(""), false, true).color,
+            "empty NO_COLOR is unset"
+        );
         assert!(!Style::decide(Some("1"), true, true).color);
         assert!(!Style::decide(None, true, false).color);
     }

@@ -9,9 +9,7 @@ use std::io::BufRead;
 use std::path::PathBuf;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use reedline::{
-    FileBackedHistory, Prompt, PromptEditMode, PromptHistorySearch, Reedline, Signal,
-};
+use reedline::{FileBackedHistory, Prompt, PromptEditMode, PromptHistorySearch, Reedline, Signal};
 
 use crate::keys::Key;
 
@@ -46,7 +44,11 @@ impl Input for TerminalInput {
     fn line(&mut self, prompt: &str) -> std::io::Result<Option<String>> {
         let prompt = TextPrompt(prompt.to_string());
         loop {
-            match self.editor.read_line(&prompt).map_err(std::io::Error::other)? {
+            match self
+                .editor
+                .read_line(&prompt)
+                .map_err(std::io::Error::other)?
+            {
                 Signal::Success(line) => return Ok(Some(line)),
                 Signal::CtrlD => return Ok(None),
                 // Ctrl-C clears the line, as in a shell.
@@ -174,8 +176,14 @@ mod tests {
     #[test]
     fn crossterm_keys_map_to_ours() {
         let press = |code, modifiers| key_of(KeyEvent::new(code, modifiers));
-        assert_eq!(press(KeyCode::Char('a'), KeyModifiers::NONE), Some(Key::Char('a')));
-        assert_eq!(press(KeyCode::Char('c'), KeyModifiers::CONTROL), Some(Key::Interrupt));
+        assert_eq!(
+            press(KeyCode::Char('a'), KeyModifiers::NONE),
+            Some(Key::Char('a'))
+        );
+        assert_eq!(
+            press(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            Some(Key::Interrupt)
+        );
         assert_eq!(press(KeyCode::Char('x'), KeyModifiers::CONTROL), None);
         assert_eq!(press(KeyCode::Enter, KeyModifiers::NONE), Some(Key::Enter));
         assert_eq!(press(KeyCode::Up, KeyModifiers::NONE), None);

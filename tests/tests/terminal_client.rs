@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use asg_tests::{Agent, AgentOptions, binary, config_with, testdata};
-use expectrl::session::OsSession as Session;
 use expectrl::Expect;
+use expectrl::session::OsSession as Session;
 use serde_json::{Value, json};
 
 /// How long one expected text may take (the agent's turns take
@@ -87,7 +87,10 @@ fn conversation_shown(session: &mut Session) -> String {
 /// Waits for `asg` to end; it must end with status 0.
 fn exits_with_success(session: &Session) {
     let status = format!("{:?}", session.get_process().wait().expect("asg exits"));
-    assert!(status.starts_with("Exited(") && status.ends_with(", 0)"), "{status}");
+    assert!(
+        status.starts_with("Exited(") && status.ends_with(", 0)"),
+        "{status}"
+    );
 }
 
 /// Runs `asg` with stdout and stderr as pipes.
@@ -164,7 +167,10 @@ async fn an_approval_rejected_records_the_reason() {
     assert_eq!(decisions.len(), 1, "{decisions:?}");
     assert_eq!(decisions[0]["approved"], false);
     assert_eq!(decisions[0]["reason"], "too risky today");
-    assert!(agent.resource_names().await.is_empty(), "the add did not run");
+    assert!(
+        agent.resource_names().await.is_empty(),
+        "the add did not run"
+    );
 }
 
 #[tokio::test]
@@ -188,10 +194,16 @@ async fn an_approval_edited_in_the_editor_runs_with_the_edit() {
     expect(&mut chat, "approving with");
     expect(&mut chat, "Created the resource");
     let decisions = decisions(&agent, &id).await;
-    assert_eq!(decisions[0]["edited_arguments"]["value"], 8, "{decisions:?}");
+    assert_eq!(
+        decisions[0]["edited_arguments"]["value"], 8,
+        "{decisions:?}"
+    );
     let resources = agent.list_resources().await;
     assert_eq!(resources.len(), 1, "{resources:?}");
-    assert_eq!((&resources[0]["name"], &resources[0]["value"]), (&json!("web-3"), &json!(8)));
+    assert_eq!(
+        (&resources[0]["name"], &resources[0]["value"]),
+        (&json!("web-3"), &json!(8))
+    );
 }
 
 #[tokio::test]
@@ -239,10 +251,20 @@ async fn piped_output_is_plain_and_decisions_work_from_the_command_line() {
         command.env_remove("NO_COLOR");
         let (ok, stdout, stderr) = run_piped(&mut command);
         assert!(ok, "{args:?}: {stderr}");
-        assert!(!stdout.contains('\x1b'), "{args:?} wrote escapes: {stdout:?}");
-        assert!(stdout.contains("resources_add") || stdout.contains(&id), "{args:?}: {stdout}");
+        assert!(
+            !stdout.contains('\x1b'),
+            "{args:?} wrote escapes: {stdout:?}"
+        );
+        assert!(
+            stdout.contains("resources_add") || stdout.contains(&id),
+            "{args:?}: {stdout}"
+        );
     }
-    let (ok, _, stderr) = run_piped(&mut asg(&agent.url, home.path(), &["approvals", "approve", "nope"]));
+    let (ok, _, stderr) = run_piped(&mut asg(
+        &agent.url,
+        home.path(),
+        &["approvals", "approve", "nope"],
+    ));
     assert!(!ok);
     assert!(stderr.contains("\"nope\" is not a UUID"), "{stderr}");
     let reject = ["approvals", "reject", uuid.as_str(), "--reason", "piped no"];
@@ -252,14 +274,18 @@ async fn piped_output_is_plain_and_decisions_work_from_the_command_line() {
     assert_eq!(decisions(&agent, &id).await[0]["reason"], "piped no");
     let (ok, _, stderr) = run_piped(&mut asg(&agent.url, home.path(), &reject[..3]));
     assert!(!ok, "a second decision is refused");
-    assert!(stderr.starts_with("asg: ") && stderr.contains("HTTP 409"), "{stderr}");
+    assert!(
+        stderr.starts_with("asg: ") && stderr.contains("HTTP 409"),
+        "{stderr}"
+    );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
 
 #[tokio::test]
 async fn an_api_key_from_the_environment_is_sent_and_a_wrong_one_is_named() {
     const KEY: &str = "ops-bot-key-0123456789";
-    let auth = "auth:\n  api_keys:\n    - { name: ops-bot, key_env: OPS_BOT_KEY, roles: [approver] }\n";
+    let auth =
+        "auth:\n  api_keys:\n    - { name: ops-bot, key_env: OPS_BOT_KEY, roles: [approver] }\n";
     let (_dir, config) = config_with("agent-resources.yaml", auth);
     let agent = Agent::start(&config, AgentOptions::with_env(&[("OPS_BOT_KEY", KEY)])).await;
     let home = tempfile::tempdir().expect("home");
@@ -272,11 +298,20 @@ async fn an_api_key_from_the_environment_is_sent_and_a_wrong_one_is_named() {
     let (ok, stdout, stderr) =
         run_piped(asg(&agent.url, home.path(), &list).env("ASG_API_KEY", wrong));
     assert!(!ok, "{stdout}");
-    assert!(stderr.contains("HTTP 401") && stderr.contains("ASG_API_KEY"), "{stderr}");
-    assert!(!stderr.contains(wrong) && !stdout.contains(wrong), "the key is never printed");
+    assert!(
+        stderr.contains("HTTP 401") && stderr.contains("ASG_API_KEY"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(wrong) && !stdout.contains(wrong),
+        "the key is never printed"
+    );
     let (ok, _, stderr) = run_piped(&mut asg("http://127.0.0.1:9", home.path(), &list));
     assert!(!ok);
-    assert!(stderr.contains("cannot reach the agent at http://127.0.0.1:9"), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the agent at http://127.0.0.1:9"),
+        "{stderr}"
+    );
 }
 
 /// A provider with (or without) the device flow, which also answers
@@ -291,7 +326,9 @@ const FAKE_TOKEN: &str = "fake-access-token-from-the-device-flow";
 
 async fn fake_provider(device_flow: bool) -> FakeProvider {
     use axum::routing::{get, post};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let polls = Arc::new(Mutex::new(0_u32));
     let authorizations = Arc::new(Mutex::new(Vec::new()));
@@ -336,7 +373,10 @@ async fn fake_provider(device_flow: bool) -> FakeProvider {
             }),
         );
     tokio::spawn(async move { axum::serve(listener, app).await });
-    FakeProvider { url, authorizations }
+    FakeProvider {
+        url,
+        authorizations,
+    }
 }
 
 async fn run_async(mut command: Command) -> (bool, String, String) {
@@ -350,13 +390,28 @@ async fn login_through_the_device_flow_stores_the_token_privately() {
     use std::os::unix::fs::PermissionsExt;
     let provider = fake_provider(true).await;
     let home = tempfile::tempdir().expect("home");
-    let login = ["login", "--issuer", provider.url.as_str(), "--client-id", "asg-cli"];
+    let login = [
+        "login",
+        "--issuer",
+        provider.url.as_str(),
+        "--client-id",
+        "asg-cli",
+    ];
     let (ok, stdout, stderr) = run_async(asg(&provider.url, home.path(), &login)).await;
     assert!(ok, "{stdout}{stderr}");
-    assert!(stdout.contains("https://idp.example/device") && stdout.contains("WDJB-MJHT"), "{stdout}");
-    assert!(!stdout.contains(FAKE_TOKEN) && !stderr.contains(FAKE_TOKEN), "never printed");
+    assert!(
+        stdout.contains("https://idp.example/device") && stdout.contains("WDJB-MJHT"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(FAKE_TOKEN) && !stderr.contains(FAKE_TOKEN),
+        "never printed"
+    );
     let file: PathBuf = home.path().join("config/asg/token.json");
-    let mode = std::fs::metadata(&file).expect("token file").permissions().mode();
+    let mode = std::fs::metadata(&file)
+        .expect("token file")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     let (ok, _, stderr) =
         run_async(asg(&provider.url, home.path(), &["conversations", "list"])).await;
@@ -372,7 +427,10 @@ async fn login_without_a_device_endpoint_says_so() {
     let login = ["login", "--issuer", provider.url.as_str()];
     let (ok, _, stderr) = run_async(asg(&provider.url, home.path(), &login)).await;
     assert!(!ok);
-    assert!(stderr.contains("does not offer the device authorization flow"), "{stderr}");
+    assert!(
+        stderr.contains("does not offer the device authorization flow"),
+        "{stderr}"
+    );
     assert!(stderr.contains("device_authorization_endpoint"), "{stderr}");
     assert!(!home.path().join("config/asg/token.json").exists());
 }
