@@ -207,6 +207,69 @@ async fn an_approval_edited_in_the_editor_runs_with_the_edit() {
 }
 
 #[tokio::test]
+async fn questions_are_asked_in_place_with_numbered_choices() {
+    let agent = Agent::start(&testdata("agent-questions.yaml"), AgentOptions::default()).await;
+    let home = tempfile::tempdir().expect("home");
+    let mut chat = on_terminal(asg(&agent.url, home.path(), &["chat"]));
+    expect(&mut chat, "you>");
+    type_line(&mut chat, "deploy please");
+    let id = conversation_shown(&mut chat);
+    expect(&mut chat, "Question: Which environment?");
+    expect(&mut chat, "1. staging");
+    expect(&mut chat, "2. prod");
+    expect(&mut chat, "answer");
+    type_line(&mut chat, "2");
+    expect(&mut chat, "Going on with:");
+    expect(&mut chat, "you>");
+    type_line(&mut chat, "deploy again");
+    expect(&mut chat, "Question: Which environment?");
+    expect(&mut chat, "answer");
+    type_line(&mut chat, "");
+    expect(&mut chat, "you>");
+    let decisions = decisions(&agent, &id).await;
+    assert_eq!(decisions.len(), 2, "{decisions:?}");
+    assert_eq!(
+        decisions[0]["reply"],
+        json!({"action": "accept", "answer": "prod"})
+    );
+    assert_eq!(decisions[1]["reply"]["action"], "decline", "{decisions:?}");
+}
+
+#[tokio::test]
+async fn the_piped_inbox_prints_one_line_per_event() {
+    use std::io::BufRead;
+    let agent = resources_agent().await;
+    let (_, answer) = agent.say_new("add resource pi-1 with value 2").await;
+    let uuid = asg_tests::approval_uuid(&answer);
+    let home = tempfile::tempdir().expect("home");
+    let mut child = asg(&agent.url, home.path(), &["inbox"])
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start asg inbox");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut next = || lines.next().expect("a line").expect("text");
+    assert_eq!(next(), "1 pending");
+    let line = next();
+    assert!(
+        line.starts_with(&format!("#1 {uuid} resources_add")),
+        "{line}"
+    );
+    assert!(!line.contains('\x1b'), "{line:?}");
+    let (status, _) = agent.decide(&uuid, json!({"approved": true})).await;
+    assert_eq!(status, 200);
+    let line = next();
+    assert!(
+        line.starts_with(&format!("resolved #1 {uuid}: resources_add approved")),
+        "{line}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test]
 async fn the_inbox_shows_new_approvals_and_decides_them_by_key() {
     let agent = resources_agent().await;
     let home = tempfile::tempdir().expect("home");
