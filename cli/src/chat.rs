@@ -1,13 +1,21 @@
-//! `asg chat`: each line typed is a message (the first creates the
-//! conversation); the agent's new messages are printed after each turn,
-//! and a turn that stops for an approval or a question is prompted in
-//! place until nothing waits or the person skips.
+//! `asg chat`: each line typed is a message. While a turn runs (a message,
+//! or the run going on after a decision) the conversation's event stream
+//! (`GET /conversations/{id}/events`) prints its messages as they are
+//! saved — tool calls, results, the answer; what the stream missed is
+//! printed from the turn's answer. A turn that stops for an approval or
+//! a question is prompted in place until nothing waits or the person
+//! skips.
 
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use asg_shared::events::ConversationEvent;
 use asg_shared::rest::ConversationResponse;
-use asg_shared::{ApprovalState, PendingApproval, Role};
+use asg_shared::{ApprovalState, Message, PendingApproval, Role};
 use uuid::Uuid;
 
-use crate::client::{Client, parse_uuid};
+use crate::client::{Client, EventStream, parse_uuid};
 use crate::decide;
 use crate::dirs::{history_file, process_env};
 use crate::error::Result;
@@ -15,13 +23,16 @@ use crate::format::message_line;
 use crate::style::Style;
 use crate::terminal::{Input, PlainInput, TerminalInput};
 
+/// Ids of the messages already on the screen (or typed), shared with the
+/// task that prints the live stream: each message is printed once.
+type Shown = Arc<Mutex<HashSet<Uuid>>>;
+
 /// One chat session.
 struct Chat<'a> {
     client: &'a Client,
     style: Style,
     conversation: Option<Uuid>,
-    /// Messages already shown (or typed).
-    seen: usize,
+    shown: Shown,
 }
 
 /// Runs the session until Ctrl-D / end of input.
@@ -38,14 +49,16 @@ pub async fn run(client: &Client, style: Style, conversation: Option<String>) ->
         client,
         style,
         conversation,
-        seen: 0,
+        shown: Shown::default(),
     };
     if let Some(id) = conversation {
         let response = client.conversation(id).await?;
-        chat.seen = response.conversation.messages.len();
+        let messages = &response.conversation.messages;
+        mark_shown(&chat.shown, messages);
+        let count = messages.len();
         println!(
             "{}",
-            style.dim(&format!("conversation {id}, {} messages", chat.seen))
+            style.dim(&format!("conversation {id}, {count} messages"))
         );
         chat.settle(input.as_mut(), response).await?;
     } else if style.interactive {
@@ -65,20 +78,40 @@ pub async fn run(client: &Client, style: Style, conversation: Option<String>) ->
 }
 
 impl Chat<'_> {
+    /// Sends a message; the first creates the conversation (empty, so its
+    /// stream is open before the turn starts).
     async fn send(&mut self, line: &str) -> Result<ConversationResponse> {
-        let response = match self.conversation {
-            Some(id) => self.client.send_message(id, line).await?,
-            None => self.client.create_conversation(line).await?,
+        let id = match self.conversation {
+            Some(id) => id,
+            None => {
+                let created = self.client.create_conversation(None).await?;
+                let id = created.conversation.id;
+                mark_shown(&self.shown, &created.conversation.messages);
+                println!("{}", self.style.dim(&format!("conversation {id}")));
+                self.conversation = Some(id);
+                id
+            }
         };
-        if self.conversation.is_none() {
-            self.conversation = Some(response.conversation.id);
-            println!(
-                "{}",
-                self.style
-                    .dim(&format!("conversation {}", response.conversation.id))
-            );
+        self.live(id, self.client.send_message(id, line)).await
+    }
+
+    /// Runs `call` while the conversation's events print live.
+    async fn live<T>(&self, id: Uuid, call: impl Future<Output = Result<T>>) -> Result<T> {
+        let path = format!("/conversations/{id}/events");
+        // Without a stream the answer is printed afterwards, all the same.
+        let printer = match self.client.events(&path).await {
+            Ok(stream) => Some(tokio::spawn(print_live(
+                stream,
+                self.shown.clone(),
+                self.style,
+            ))),
+            Err(_) => None,
+        };
+        let result = call.await;
+        if let Some(printer) = printer {
+            printer.abort();
         }
-        Ok(response)
+        result
     }
 
     /// Shows what the turn produced, then prompts for whatever waits,
@@ -93,7 +126,9 @@ impl Chat<'_> {
             let Some(item) = next_pending(&response) else {
                 return Ok(());
             };
-            match decide::item(self.client, &self.style, input, &item).await {
+            let id = response.conversation.id;
+            let decided = decide::item(self.client, &self.style, input, &item);
+            match self.live(id, decided).await {
                 Ok(Some(next)) => response = next,
                 Ok(None) => return Ok(()),
                 Err(error) => {
@@ -104,31 +139,61 @@ impl Chat<'_> {
         }
     }
 
-    /// Prints the messages added since the last look (not the user's own,
-    /// which are on the screen already), or the turn's answer.
+    /// Prints the turn's messages the live stream did not (the person's
+    /// own are on the screen already), or the turn's answer.
     fn show(&mut self, response: &ConversationResponse) {
-        let messages = &response.conversation.messages;
-        let new = messages.get(self.seen..).unwrap_or_default();
-        let mut answered = false;
-        for message in new.iter().filter(|m| m.role != Role::User) {
-            answered |= message.role == Role::Assistant && message.tool_call.is_none();
-            if let Some(line) = message_line(message, &self.style) {
-                println!("{line}");
-            }
+        for message in &response.conversation.messages {
+            print_once(&self.shown, message, &self.style);
         }
-        self.seen = messages.len();
+        let answered = response
+            .conversation
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::Assistant && m.tool_call.is_none());
         if let Some(result) = &response.result
             && !answered
             && !result.waiting_approval
             && result.question.is_none()
             && !result.response.is_empty()
         {
-            println!(
-                "{} {}",
-                self.style.bold("agent>"),
-                self.style.agent(&result.response)
-            );
+            let style = &self.style;
+            println!("{} {}", style.bold("agent>"), style.agent(&result.response));
         }
+    }
+}
+
+/// Prints the conversation's `message` events until the stream ends or
+/// the task is aborted (the turn answered).
+async fn print_live(mut stream: EventStream, shown: Shown, style: Style) {
+    while let Ok(Some(data)) = stream.next().await {
+        match serde_json::from_str::<ConversationEvent>(&data) {
+            Ok(ConversationEvent::Snapshot { conversation }) => {
+                mark_shown(&shown, &conversation.messages);
+            }
+            Ok(ConversationEvent::Message { message }) => print_once(&shown, &message, &style),
+            _ => {}
+        }
+    }
+}
+
+/// Prints `message` unless it was shown; the person's own are only marked.
+fn print_once(shown: &Shown, message: &Message, style: &Style) {
+    if first_time(shown, message.id)
+        && message.role != Role::User
+        && let Some(line) = message_line(message, style)
+    {
+        println!("{line}");
+    }
+}
+
+/// Whether `id` is new to the screen (and from now on it is not).
+fn first_time(shown: &Shown, id: Uuid) -> bool {
+    shown.lock().map(|mut set| set.insert(id)).unwrap_or(false)
+}
+
+fn mark_shown(shown: &Shown, messages: &[Message]) {
+    if let Ok(mut set) = shown.lock() {
+        set.extend(messages.iter().map(|m| m.id));
     }
 }
 
@@ -154,6 +219,18 @@ mod tests {
     use super::*;
     use asg_shared::fixtures;
     use asg_shared::rest::TurnResult;
+
+    #[test]
+    fn a_message_is_shown_once_whoever_sees_it_first() {
+        let shown = Shown::default();
+        let (old, new) = (fixtures::uuid(), fixtures::uuid());
+        let mut message = fixtures::message(Role::User, "old");
+        message.id = old;
+        mark_shown(&shown, &[message]);
+        assert!(!first_time(&shown, old), "marked from the snapshot");
+        assert!(first_time(&shown, new), "the live stream prints it");
+        assert!(!first_time(&shown, new), "the turn's answer does not again");
+    }
 
     #[test]
     fn the_turns_approval_comes_first_then_the_conversations() {

@@ -106,10 +106,10 @@ impl Client {
             .map_err(|e| CliError::Http(format!("unexpected answer from {}{path}: {e}", self.base)))
     }
 
-    /// `POST /conversations` with a first message.
-    pub async fn create_conversation(&self, message: &str) -> Result<ConversationResponse> {
+    /// `POST /conversations`, with a first message or empty.
+    pub async fn create_conversation(&self, message: Option<&str>) -> Result<ConversationResponse> {
         let body = CreateConversationRequest {
-            message: Some(message.to_string()),
+            message: message.map(str::to_string),
         };
         self.call(Method::POST, "/conversations", Some(&body)).await
     }
