@@ -2,13 +2,15 @@
 //! approvals decided at the prompt (approve, reject with a reason, edit in
 //! `$EDITOR`), the live inbox decided by key — all through a
 //! pseudo-terminal (expectrl) — plus plain piped output, API keys and
-//! errors, and `asg login`'s device flow against a fake provider.
+//! errors, and `asg login`'s device flow against the repository's real
+//! OpenID Connect provider (and a fake one for the edge cases).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use asg_tests::oidc::{CLI_CLIENT_ID, OidcProvider};
 use asg_tests::{Agent, AgentOptions, binary, config_with, testdata};
 use expectrl::Expect;
 use expectrl::session::OsSession as Session;
@@ -496,4 +498,109 @@ async fn login_without_a_device_endpoint_says_so() {
     );
     assert!(stderr.contains("device_authorization_endpoint"), "{stderr}");
     assert!(!home.path().join("config/asg/token.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_at_the_real_provider_signs_asg_in_to_the_agent() {
+    use std::io::BufRead;
+    let provider = OidcProvider::start().await;
+    let auth = format!(
+        "auth:\n  oidc: {{ issuer: \"{}\", audience: agent-stop-and-go }}\n",
+        provider.issuer
+    );
+    let (_dir, config) = config_with("agent-resources.yaml", &auth);
+    let agent = Agent::start(&config, AgentOptions::default()).await;
+    let home = tempfile::tempdir().expect("home");
+    let list = ["conversations", "list"];
+    let (ok, _, stderr) = run_async(asg(&agent.url, home.path(), &list)).await;
+    assert!(
+        !ok && stderr.contains("HTTP 401"),
+        "no credential yet: {stderr}"
+    );
+
+    let login = [
+        "login",
+        "--issuer",
+        &provider.issuer,
+        "--client-id",
+        CLI_CLIENT_ID,
+    ];
+    let mut child = asg(&agent.url, home.path(), &login)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start asg login");
+    let stdout = child.stdout.take().expect("stdout");
+    // The reader stays open (asg prints more after the code).
+    let (first, _reader) = tokio::task::spawn_blocking(move || {
+        let mut reader = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("the first line");
+        (line, reader)
+    })
+    .await
+    .expect("read");
+    assert!(
+        first.starts_with(&format!("Open {}/device", provider.issuer)),
+        "{first}"
+    );
+    let user_code = first.trim().rsplit(' ').next().expect("the code");
+    provider.approve_device(user_code, "alice").await;
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("wait")
+        .expect("asg login ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{stderr}\nprovider log:\n{}",
+        provider.log()
+    );
+
+    let (ok, stdout, stderr) = run_async(asg(&agent.url, home.path(), &list)).await;
+    assert!(ok, "the stored token is sent: {stderr}");
+    assert!(stdout.contains("0 conversations"), "{stdout}");
+    let mut chat = asg(&agent.url, home.path(), &["chat"]);
+    chat.stdin(std::process::Stdio::piped());
+    let (ok, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = chat
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start asg chat");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(b"list resources\n").expect("type");
+        drop(stdin);
+        let output = child.wait_with_output().expect("asg chat ends");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    })
+    .await
+    .expect("chat ran");
+    assert!(
+        ok && stdout.contains("There are 0 resources"),
+        "{stdout}{stderr}"
+    );
+    let id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("conversation "))
+        .expect("the chat names its conversation");
+    let admin = provider.token("dana").await;
+    let bearer = format!("Bearer {admin}");
+    let (status, body) = agent
+        .get_with(
+            &format!("/conversations/{id}"),
+            &[("authorization", &bearer)],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["conversation"]["owner"],
+        provider.subject("alice"),
+        "{body}"
+    );
 }
