@@ -1,5 +1,5 @@
 # Agent Stop and Go: one image with every binary — agent, mcp-resources,
-# mcp-filesystem, web — and the web chat's bundle (/app/web/dist).
+# mcp-filesystem, web, the terminal client asg — and the web chat's bundle (/app/web/dist).
 #
 #   docker build -t agent-stop-and-go .
 #   docker compose up --build                      # the multi-agent stack (docker-compose.yaml)
@@ -36,9 +36,9 @@ COPY . .
 # The target directory is a build cache; the binaries are copied out of it.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins \
+    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins \
  && mkdir -p /out \
- && for bin in agent mcp-resources mcp-filesystem web; do \
+ && for bin in agent mcp-resources mcp-filesystem web asg; do \
       cp "target/release/$bin" /out/; \
     done
 

@@ -15,7 +15,9 @@
 # - asg-http and asg-tool-http, shared by the binaries, depend on no
 #   binary's crate;
 # - no product crate (tool servers, web server) depends on asg-server, the
-#   agent.
+#   agent;
+# - asg-cli (the `asg` terminal client) depends on no crate of ours but
+#   asg-shared: it speaks to the agent over REST only.
 #
 # Usage: scripts/check-deps.sh (from anywhere; scripts/test.sh runs it).
 set -euo pipefail
@@ -64,6 +66,17 @@ forbid_ours() {
   done < <(tree "$package" | grep -F "($root/" | awk '{print $1}')
 }
 
+# only_ours PACKAGE WHY ALLOWED...: of this workspace's crates, PACKAGE
+# depends on ALLOWED only.
+only_ours() {
+  local package=$1 why=$2 dependency
+  shift 2
+  while read -r dependency; do
+    [ -z "$dependency" ] && continue
+    printf '%s\n' "$@" | grep -qx -- "$dependency" || fail "$package" "$dependency" "$why"
+  done < <(tree "$package" | grep -F "($root/" | awk '{print $1}')
+}
+
 forbid asg-web-server \
   "the \`web\` binary is a proxy with a session: it must not link the store (sqlx, rusqlite), MCP (rmcp) or the filesystem sandbox (cap-std); move what it needs into asg-http" \
   sqlx rusqlite rmcp cap-std
@@ -82,6 +95,10 @@ for product in asg-mcp-resources asg-mcp-filesystem asg-web-server; do
     "a product crate must not depend on the agent (asg-server); move what both need into asg-http (or asg-tool-http for the tool servers)" \
     asg-server
 done
+
+only_ours asg-cli \
+  "the terminal client \`asg\` is a client of the agent's REST API: of our crates it uses only the wire types (asg-shared)" \
+  asg-shared
 
 if [ "$failures" -gt 0 ]; then
   echo "check-deps: $failures dependency rule(s) broken (see scripts/check-deps.sh)" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds release archives of the four binaries (agent, mcp-resources,
-# mcp-filesystem, web) for each target the installed toolchains can build,
+# Builds release archives of the five binaries (agent, mcp-resources,
+# mcp-filesystem, web, and the terminal client asg) for each target the installed toolchains can build,
 # and says which it skipped and why.
 #
 #   ./scripts/release.sh                       # linux/amd64 and linux/arm64 (+ macOS on a Mac)
@@ -34,7 +34,7 @@ ROOT=$(pwd)
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 OUT=${RELEASE_OUT:-$ROOT/dist}
 INSTALL=${RELEASE_INSTALL:-1}
-BINARIES=(agent mcp-resources mcp-filesystem web)
+BINARIES=(agent mcp-resources mcp-filesystem web asg)
 HOST_TARGET=$(rustc -vV | sed -n 's/^host: //p')
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
@@ -104,7 +104,7 @@ build() {
     return
   fi
   if [ "$target" = "$HOST_TARGET" ]; then
-    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins >&2 || return 1
+    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins >&2 || return 1
     echo "$TARGET_DIR/release"
     return
   fi
@@ -113,9 +113,9 @@ build() {
     env "CARGO_TARGET_${var}_LINKER=$CROSS_PREFIX-gcc" \
       "CC_${target//-/_}=$CROSS_PREFIX-gcc" \
       "AR_${target//-/_}=$CROSS_PREFIX-ar" \
-      cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins --target "$target" >&2 || return 1
+      cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins --target "$target" >&2 || return 1
   else
-    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins --target "$target" >&2 || return 1
+    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins --target "$target" >&2 || return 1
   fi
   echo "$TARGET_DIR/$target/release"
 }

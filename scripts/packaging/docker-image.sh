@@ -72,8 +72,8 @@ image_runs_as_non_root() {
 image_holds_only_what_it_needs() {
   local bins app tools size base
   bins=$(in_image ls /usr/local/bin | tr '\n' ' ')
-  [ "$bins" = "agent asg-healthcheck mcp-filesystem mcp-resources web " ] \
-    || fail "/usr/local/bin holds '$bins', not the four binaries and asg-healthcheck"
+  [ "$bins" = "agent asg asg-healthcheck mcp-filesystem mcp-resources web " ] \
+    || fail "/usr/local/bin holds '$bins', not the five binaries and asg-healthcheck"
   app=$(in_image ls /app | tr '\n' ' ')
   [ "$app" = "config data testdata web " ] || fail "/app holds '$app', not config data testdata web"
   in_image test -f /app/web/dist/index.html || fail "the chat bundle is not in /app/web/dist"

@@ -13,7 +13,7 @@ test_release_archive() {
   step "release archive ($HOST_TARGET, scripts/release.sh, $profile binaries)"
   case $profile in
     debug)
-      cargo build --quiet --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins
+      cargo build --quiet --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins
       bin_dir=$ROOT/target/debug
       ;;
     release) ;;
@@ -31,11 +31,11 @@ test_release_archive() {
   tar -C "$WORK/unpacked" -xzf "$out/$PACKAGE.tar.gz"
   PACKAGE_DIR=$WORK/unpacked/$PACKAGE
   local bin version
-  for bin in agent web mcp-resources mcp-filesystem; do
+  for bin in agent web mcp-resources mcp-filesystem asg; do
     version=$("$PACKAGE_DIR/bin/$bin" --version)
     [ "$version" = "$bin $VERSION" ] || fail "bin/$bin --version printed '$version', not '$bin $VERSION'"
   done
-  ok "bin/agent --version: agent $VERSION (and the same for web, mcp-resources, mcp-filesystem)"
+  ok "bin/agent --version: agent $VERSION (and the same for web, mcp-resources, mcp-filesystem, asg)"
   serve_demo_from_archive
 }
 

@@ -172,6 +172,18 @@ clients.push({
   scope: 'openid profile email offline_access',
 });
 
+// The terminal client `asg` (cli/): a public client that signs in with the
+// device authorization grant (RFC 8628, `asg login`).
+clients.push({
+  client_id: 'asg-cli',
+  client_name: 'asg terminal client',
+  application_type: 'native',
+  grant_types: ['urn:ietf:params:oauth:grant-type:device_code'],
+  response_types: [],
+  redirect_uris: [],
+  token_endpoint_auth_method: 'none',
+});
+
 // ---------------------------------------------------------------- provider
 
 const server = http.createServer();
@@ -204,6 +216,8 @@ const configuration = {
   features: {
     devInteractions: { enabled: true },
     clientCredentials: { enabled: true },
+    // For `asg login` (the page a person opens: /device).
+    deviceFlow: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
     rpInitiatedLogout: { enabled: true },

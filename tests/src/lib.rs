@@ -80,17 +80,18 @@ pub fn testdata(name: &str) -> PathBuf {
 }
 
 /// The packages of the binaries the scenarios run: the agent (`agent`),
-/// the tool servers (`mcp-resources`, `mcp-filesystem`) and the web
-/// server (`web`).
-pub const BINARY_PACKAGES: [&str; 4] = [
+/// the tool servers (`mcp-resources`, `mcp-filesystem`), the web server
+/// (`web`) and the terminal client (`asg`).
+pub const BINARY_PACKAGES: [&str; 5] = [
     "asg-server",
     "asg-mcp-resources",
     "asg-mcp-filesystem",
     "asg-web-server",
+    "asg-cli",
 ];
 
 /// Path of a freshly built debug binary (`agent`, `mcp-resources`,
-/// `mcp-filesystem`, `web`); the first call builds them all.
+/// `mcp-filesystem`, `web`, `asg`); the first call builds them all.
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let dir = BUILT.get_or_init(|| {

@@ -25,6 +25,9 @@ pub const AUDIENCE: &str = "agent-stop-and-go";
 pub const OTHER_AUDIENCE: &str = "other-api";
 /// The browser client (authorization code + PKCE, confidential).
 pub const WEB_CLIENT_ID: &str = "asg-web";
+/// The terminal client `asg` (public; the device authorization grant, see
+/// [`OidcProvider::approve_device`]).
+pub const CLI_CLIENT_ID: &str = "asg-cli";
 /// Its secret unless [`OidcOptions::web_client_secret`] says otherwise.
 pub const WEB_CLIENT_SECRET: &str = "asg-web-test-secret";
 /// Scopes the browser client may request.
@@ -455,16 +458,48 @@ impl OidcProvider {
     /// until they leave the provider. Returns that URL: the client's
     /// redirect URI with `code`, `state` and `iss` (or an `error`).
     pub async fn sign_in(&self, authorize_url: &str, user: &str) -> String {
+        match self.walk(authorize_url, user).await {
+            Walked::Left(url) => url,
+            Walked::Page(body) => panic!("sign-in from {authorize_url}: unexpected page:\n{body}"),
+        }
+    }
+
+    /// Approves a device authorization (RFC 8628, `asg login`) as `user`,
+    /// as a person would in a browser: the verification page with
+    /// `user_code`, its confirmation, the login and consent pages; returns
+    /// at the provider's "Sign-in Success" page.
+    pub async fn approve_device(&self, user_code: &str, user: &str) {
+        let url = format!(
+            "{}/device?user_code={}",
+            self.issuer,
+            form_encode(user_code)
+        );
+        match self.walk(&url, user).await {
+            Walked::Page(body) if body.contains("Sign-in Success") => {}
+            Walked::Page(body) => panic!("device sign-in: unexpected page:\n{body}"),
+            Walked::Left(url) => panic!("device sign-in: left the provider for {url}"),
+        }
+    }
+
+    /// Follows the provider's pages from `start` with one cookie jar:
+    /// redirects, the login page (as `user`, any password), the consent
+    /// page, and forms of hidden fields with an `xsrf` (the device flow's
+    /// pages). Ends at a redirect away from the provider or at any other
+    /// page.
+    async fn walk(&self, start: &str, user: &str) -> Walked {
         let mut cookies: BTreeMap<String, String> = BTreeMap::new();
-        let mut url = authorize_url.to_string();
-        let mut form: Option<Vec<(&str, &str)>> = None;
+        let mut url = start.to_string();
+        let mut form: Option<Vec<(String, String)>> = None;
         for _ in 0..20 {
             let request = match form.take() {
-                Some(form) => self
-                    .http
-                    .post(&url)
-                    .header("content-type", "application/x-www-form-urlencoded")
-                    .body(form_body(&form)),
+                Some(form) => {
+                    let pairs: Vec<(&str, &str)> =
+                        form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    self.http
+                        .post(&url)
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .body(form_body(&pairs))
+                }
                 None => self.http.get(&url),
             };
             let response = request
@@ -472,28 +507,12 @@ impl OidcProvider {
                 .send()
                 .await
                 .unwrap_or_else(|e| panic!("sign-in at {url}: {e}"));
-            for value in response.headers().get_all("set-cookie") {
-                let value = value.to_str().unwrap_or_default();
-                let pair = value.split(';').next().unwrap_or_default();
-                if let Some((name, value)) = pair.split_once('=') {
-                    cookies.insert(name.trim().to_string(), value.trim().to_string());
-                }
-            }
+            keep_cookies(&mut cookies, &response);
             let status = response.status();
             if status.is_redirection() {
-                let location = response
-                    .headers()
-                    .get("location")
-                    .and_then(|l| l.to_str().ok())
-                    .unwrap_or_default()
-                    .to_string();
-                let next = if location.starts_with('/') {
-                    format!("{}{location}", self.issuer)
-                } else {
-                    location
-                };
+                let next = self.absolute(response.headers().get("location"));
                 if !next.starts_with(&format!("{}/", self.issuer)) {
-                    return next;
+                    return Walked::Left(next);
                 }
                 url = next;
                 continue;
@@ -504,19 +523,42 @@ impl OidcProvider {
                 "sign-in at {url}: {status}: {body}\nprovider log:\n{}",
                 self.log()
             );
+            let owned = |pairs: &[(&str, &str)]| {
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<Vec<_>>()
+            };
             if body.contains(r#"name="prompt" value="login""#) {
-                form = Some(vec![
+                form = Some(owned(&[
                     ("prompt", "login"),
                     ("login", user),
                     ("password", "test"),
-                ]);
+                ]));
             } else if body.contains(r#"name="prompt" value="consent""#) {
-                form = Some(vec![("prompt", "consent")]);
+                form = Some(owned(&[("prompt", "consent")]));
+            } else if body.contains(r#"name="xsrf""#) {
+                url = self
+                    .absolute_text(&attribute_after(&body, "<form", "action").unwrap_or_default());
+                form = Some(hidden_inputs(&body));
             } else {
-                panic!("sign-in at {url}: unexpected page:\n{body}");
+                return Walked::Page(body);
             }
         }
-        panic!("sign-in from {authorize_url}: too many redirects");
+        panic!("sign-in from {start}: too many redirects");
+    }
+
+    /// A `Location` (or form action) as an absolute URL at the provider.
+    fn absolute(&self, location: Option<&reqwest::header::HeaderValue>) -> String {
+        self.absolute_text(location.and_then(|l| l.to_str().ok()).unwrap_or_default())
+    }
+
+    fn absolute_text(&self, location: &str) -> String {
+        if location.starts_with('/') {
+            format!("{}{location}", self.issuer)
+        } else {
+            location.to_string()
+        }
     }
 
     /// Exchanges an authorization code of the browser client (with the
@@ -634,6 +676,46 @@ pub fn base64url_decode(text: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// Where [`OidcProvider::walk`] ended.
+enum Walked {
+    /// A redirect away from the provider, to this URL.
+    Left(String),
+    /// A page it has no form for (its HTML).
+    Page(String),
+}
+
+/// Takes the `Set-Cookie`s of a response into the jar.
+fn keep_cookies(cookies: &mut BTreeMap<String, String>, response: &reqwest::Response) {
+    for value in response.headers().get_all("set-cookie") {
+        let value = value.to_str().unwrap_or_default();
+        let pair = value.split(';').next().unwrap_or_default();
+        if let Some((name, value)) = pair.split_once('=') {
+            cookies.insert(name.trim().to_string(), value.trim().to_string());
+        }
+    }
+}
+
+/// The value of `attribute="…"` in the first `tag` of `html`.
+fn attribute_after(html: &str, tag: &str, attribute: &str) -> Option<String> {
+    let rest = &html[html.find(tag)?..];
+    let needle = format!("{attribute}=\"");
+    let start = rest.find(&needle)? + needle.len();
+    let end = rest[start..].find('"')?;
+    Some(rest[start..start + end].to_string())
+}
+
+/// Every `<input type="hidden" name=… value=…>` of `html`, in order.
+fn hidden_inputs(html: &str) -> Vec<(String, String)> {
+    html.split(r#"<input type="hidden" "#)
+        .skip(1)
+        .filter_map(|input| {
+            let name = attribute_after(input, "name", "name")?;
+            let value = attribute_after(input, "value", "value")?;
+            Some((name, value))
+        })
+        .collect()
 }
 
 fn cookie_header(cookies: &BTreeMap<String, String>) -> String {
