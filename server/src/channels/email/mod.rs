@@ -194,12 +194,7 @@ impl Email {
 
     /// The addresses an approval goes to: its rule's route, else all.
     fn recipients_of(&self, approval: &PendingApproval) -> Vec<&str> {
-        let routed = approval
-            .rule
-            .as_deref()
-            .and_then(rule_index)
-            .and_then(|index| self.routes.get(&index));
-        match routed {
+        match routed(&self.routes, approval.rule.as_deref()) {
             Some(to) => to.iter().map(String::as_str).collect(),
             None => self.recipients.keys().map(String::as_str).collect(),
         }
@@ -227,6 +222,15 @@ pub fn link_url(base: &str, decision: Decision, approval: uuid::Uuid, token: &st
         "{base}/channels/email/{}?approval={approval}&token={token}",
         decision.as_str()
     )
+}
+
+/// The route of the rule labelled `rule` (`approval.rules[N] (…)`), if
+/// it has one.
+fn routed<'a>(
+    routes: &'a BTreeMap<usize, Vec<String>>,
+    rule: Option<&str>,
+) -> Option<&'a Vec<String>> {
+    routes.get(&rule_index(rule?)?)
 }
 
 /// The index of `approval.rules[N] (…)`.
@@ -293,6 +297,59 @@ mod tests {
         assert_eq!(rule_index("approval.rules[12]"), Some(12));
         assert_eq!(rule_index("approval.always"), None);
         assert_eq!(rule_index("approval.rules[x] (ask t)"), None);
+    }
+
+    #[test]
+    fn routed_rules_go_to_their_recipients_only() {
+        let routes = BTreeMap::from([(1, vec!["bob@example.com".to_string()])]);
+        let to = routed(&routes, Some("approval.rules[1] (ask resources_*)"));
+        assert_eq!(
+            to.map(Vec::as_slice),
+            Some(&["bob@example.com".to_string()][..])
+        );
+        assert_eq!(routed(&routes, Some("approval.rules[0] (ask x)")), None);
+        assert_eq!(routed(&routes, None), None);
+    }
+
+    fn config(yaml_extra: &str) -> EmailConfig {
+        let yaml = format!(
+            "smtp_host: mail.example.com\nfrom: agent@example.com\n\
+             link_secret_env: LINK_SECRET\n{yaml_extra}"
+        );
+        serde_yaml::from_str(&yaml).unwrap()
+    }
+
+    #[test]
+    fn an_unset_or_short_link_secret_is_a_startup_error_naming_the_variable() {
+        let unset = link_signer(&config(""), &|_| None).err().unwrap();
+        assert!(
+            unset.contains("channels.email.link_secret_env") && unset.contains("LINK_SECRET"),
+            "{unset}"
+        );
+        let short = link_signer(&config(""), &|_| Some("short".into()))
+            .err()
+            .unwrap();
+        assert!(
+            short.contains("LINK_SECRET") && short.contains("32"),
+            "{short}"
+        );
+        assert!(link_signer(&config(""), &|_| Some("s".repeat(32))).is_ok());
+    }
+
+    #[test]
+    fn smtp_credentials_come_from_the_named_variables() {
+        let with_auth = config("username_env: SMTP_USER\npassword_env: SMTP_PASSWORD\n");
+        let missing = transport(&with_auth, &|name| {
+            (name == "SMTP_USER").then(|| "u".into())
+        })
+        .err()
+        .unwrap();
+        assert!(
+            missing.contains("channels.email.password_env") && missing.contains("SMTP_PASSWORD"),
+            "{missing}"
+        );
+        assert!(transport(&with_auth, &|_| Some("x".into())).is_ok());
+        assert!(transport(&config("tls: tls\n"), &|_| None).is_ok());
     }
 
     #[test]

@@ -171,3 +171,49 @@ async fn deliver(
         delay = delay.saturating_mul(2);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mail(n: usize) -> Outgoing {
+        let message = Message::builder()
+            .from("agent@example.com".parse().unwrap())
+            .to("alice@example.com".parse().unwrap())
+            .subject("s")
+            .body(String::from("b"))
+            .unwrap();
+        Outgoing {
+            message,
+            label: format!("mail {n}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_drops_without_waiting_and_shutdown_is_bounded() {
+        let outbox = Outbox::new();
+        for n in 0..QUEUE_CAPACITY + 5 {
+            outbox.enqueue(mail(n));
+        }
+        assert_eq!(outbox.queue.capacity(), 0, "full, and nothing waited");
+        // Nothing listens on port 1: every attempt fails fast; shutdown
+        // stops the retries within its bound.
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
+            .port(1)
+            .build();
+        outbox.start(
+            transport,
+            Retry {
+                attempts: 100,
+                first_delay: Duration::from_secs(60),
+            },
+        );
+        let started = std::time::Instant::now();
+        outbox.shutdown(Duration::from_secs(5)).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
