@@ -40,13 +40,23 @@ fn python() -> Option<std::path::PathBuf> {
 
 /// Alice and Bob are approvers with keys and mail addresses; Bob asks.
 fn config(port: u16, link_ttl: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    config_routed(port, link_ttl, "", "")
+}
+
+/// [`config`] with approval rules and mail routes (YAML list items).
+fn config_routed(
+    port: u16,
+    link_ttl: &str,
+    rules: &str,
+    routes: &str,
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let extra = format!(
         "auth:\n  api_keys:\n    - {{ name: alice, key_env: ALICE_KEY, roles: [approver] }}\n    \
          - {{ name: bob, key_env: BOB_KEY, roles: [approver] }}\n\
-         approval: {{ separate_approver: true }}\n\
+         approval: {{ separate_approver: true, rules: [{rules}] }}\n\
          channels:\n  email:\n    smtp_host: 127.0.0.1\n    smtp_port: {port}\n    tls: none\n    \
          from: Agent <agent@example.com>\n    link_secret_env: LINK_SECRET\n    link_ttl: {link_ttl}\n    \
-         to: {{ {ALICE}: 'key:alice', {BOB}: 'key:bob' }}\n"
+         to: {{ {ALICE}: 'key:alice', {BOB}: 'key:bob' }}\n    routes: [{routes}]\n"
     );
     config_with("agent-resources.yaml", &extra)
 }
@@ -59,10 +69,14 @@ struct Setup {
 }
 
 async fn start(link_ttl: &str) -> Option<Setup> {
+    start_routed(link_ttl, "", "").await
+}
+
+async fn start_routed(link_ttl: &str, rules: &str, routes: &str) -> Option<Setup> {
     let python = python()?;
     let port = asg_tests::oidc::free_port();
     let sink = SmtpSink::start_on(&python, port).await;
-    let (dir, path) = config(port, link_ttl);
+    let (dir, path) = config_routed(port, link_ttl, rules, routes);
     let env = [
         ("ALICE_KEY", ALICE_KEY),
         ("BOB_KEY", BOB_KEY),
@@ -191,29 +205,15 @@ fn adds(conversation: &Value) -> usize {
         .count()
 }
 
-#[tokio::test]
-async fn a_mailed_link_confirms_first_and_decides_once_as_the_recipient() {
-    let Some(setup) = start("1h").await else {
-        return;
-    };
-    let sink = &setup.sink;
-    let (id, uuid) = ask(&setup.agent, "mailed-1").await;
-    let mail = mail_for(sink, ALICE, &uuid).await;
-    assert_eq!(
-        mail.record["content_type"], "multipart/alternative",
-        "{:?}",
-        mail.record
-    );
-    assert!(
-        mail.subject().contains("resources_add"),
-        "{}",
-        mail.subject()
-    );
-    let (text, html) = (
-        mail.part("text/plain").unwrap(),
-        mail.part("text/html").unwrap(),
-    );
-    let (approve, reject) = (link(&mail, "Approve:"), link(&mail, "Reject:"));
+/// Checks a mail about adding `mailed-1` (both parts name the approval,
+/// both links point here); its (Approve, Reject) links.
+fn checked_links(mail: &Mail, agent_url: &str) -> (String, String) {
+    let record = &mail.record;
+    assert_eq!(record["content_type"], "multipart/alternative", "{record}");
+    assert!(mail.subject().contains("resources_add"), "{record}");
+    let text = mail.part("text/plain").expect("a text part");
+    let html = mail.part("text/html").expect("an HTML part");
+    let (approve, reject) = (link(mail, "Approve:"), link(mail, "Reject:"));
     for part in [&text, &html] {
         assert!(
             part.contains("resources_add") && part.contains("mailed-1"),
@@ -221,12 +221,39 @@ async fn a_mailed_link_confirms_first_and_decides_once_as_the_recipient() {
         );
         assert!(part.contains("key:bob"), "requester named: {part}");
     }
-    assert!(
-        approve.starts_with(&format!("{}/channels/email/approve?", setup.agent.url)),
-        "{approve}"
-    );
-    assert!(reject.contains("/channels/email/reject?"), "{reject}");
+    let here = format!("{agent_url}/channels/email/");
+    assert!(approve.starts_with(&format!("{here}approve?")), "{approve}");
+    assert!(reject.starts_with(&format!("{here}reject?")), "{reject}");
     assert!(html.contains(&approve.replace('&', "&amp;")), "{html}");
+    assert!(html.contains(&reject.replace('&', "&amp;")), "{html}");
+    (approve, reject)
+}
+
+/// The confirmation pages' security headers.
+fn check_page_headers(headers: &reqwest::header::HeaderMap) {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(header("content-security-policy").contains("frame-ancestors 'none'"));
+    assert!(header("content-security-policy").contains("default-src 'none'"));
+    assert_eq!(header("x-frame-options"), "DENY");
+    assert_eq!(header("cache-control"), "no-store");
+    assert_eq!(header("referrer-policy"), "no-referrer");
+    assert!(header("content-type").starts_with("text/html"));
+}
+
+#[tokio::test]
+async fn a_mailed_link_confirms_first_and_decides_once_as_the_recipient() {
+    let Some(setup) = start("1h").await else {
+        return;
+    };
+    let sink = &setup.sink;
+    let (id, uuid) = ask(&setup.agent, "mailed-1").await;
+    let (approve, reject) = checked_links(&mail_for(sink, ALICE, &uuid).await, &setup.agent.url);
     mail_for(sink, BOB, &uuid).await;
 
     // Opening the link decides nothing.
@@ -237,18 +264,7 @@ async fn a_mailed_link_confirms_first_and_decides_once_as_the_recipient() {
         "{page}"
     );
     assert!(page.contains("method=\"post\""), "{page}");
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    assert!(header("content-security-policy").contains("frame-ancestors 'none'"));
-    assert_eq!(header("x-frame-options"), "DENY");
-    assert_eq!(header("cache-control"), "no-store");
-    assert_eq!(header("referrer-policy"), "no-referrer");
-    assert!(header("content-type").starts_with("text/html"));
+    check_page_headers(&headers);
     setup.page(&reject).await;
     setup.still_pending(&id, &uuid).await;
 
@@ -411,4 +427,33 @@ async fn a_mail_is_sent_once_the_smtp_server_is_back_and_the_turn_goes_on() {
         .await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["approvals"][0]["uuid"], uuid.as_str(), "{answer}");
+}
+
+#[tokio::test]
+async fn a_routed_rule_mails_its_recipients_only() {
+    let rule = "{ tool: resources_add, when: { name: '^routed-' }, action: ask }";
+    let route = format!("{{ rule: 0, to: [{ALICE}] }}");
+    let Some(setup) = start_routed("1h", rule, &route).await else {
+        return;
+    };
+    let (_, routed) = ask(&setup.agent, "routed-1").await;
+    let (_, plain) = ask(&setup.agent, "plain-1").await;
+    // One sender, in order: once the later approval's mails are in, so
+    // are the earlier one's.
+    mail_for(&setup.sink, ALICE, &plain).await;
+    mail_for(&setup.sink, BOB, &plain).await;
+    let about_routed: Vec<Vec<String>> = setup
+        .sink
+        .mails()
+        .iter()
+        .filter(|m| m.part("text/plain").is_some_and(|t| t.contains(&routed)))
+        .map(Mail::recipients)
+        .collect();
+    assert_eq!(about_routed, [[ALICE]], "routed to Alice only");
+    let mail = mail_for(&setup.sink, ALICE, &routed).await;
+    let text = mail.part("text/plain").unwrap_or_default();
+    assert!(
+        text.contains("approval.rules[0]"),
+        "the rule is named: {text}"
+    );
 }

@@ -8,7 +8,15 @@
 //! mailed: they are answered in the web chat or over REST.
 //!
 //! Mails leave through a bounded queue with retries ([`send`]); building
-//! one is pure ([`mail`]).
+//! one is pure ([`mail`]). The inbox followed is this process's own, so
+//! with replicas each approval is mailed once, by the replica that
+//! raised it; any replica takes the decision (the store is shared).
+//!
+//! Single use needs no list of used tokens: a link decides only an
+//! approval that is still pending, and the engine decides it once under
+//! the conversation's claim, so a replay, the other link, or the same
+//! link on another replica finds it decided (409). A link refused by the
+//! gate (four-eyes) decided nothing and stays as valid as before.
 
 pub mod door;
 pub mod mail;
