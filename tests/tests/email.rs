@@ -457,3 +457,37 @@ async fn a_routed_rule_mails_its_recipients_only() {
         "the rule is named: {text}"
     );
 }
+
+#[test]
+fn a_missing_or_short_link_secret_stops_the_startup_naming_the_variable() {
+    // No SMTP server is needed: the agent stops before it would mail.
+    let (dir, config) = config(asg_tests::oidc::free_port(), "1h");
+    let startup = |secret: Option<&str>| {
+        let mut command = std::process::Command::new(asg_tests::binary("agent"));
+        command
+            .arg("--config")
+            .arg(&config)
+            .args(["--port", "0", "--data-dir"])
+            .arg(dir.path())
+            .env("ALICE_KEY", ALICE_KEY)
+            .env("BOB_KEY", BOB_KEY)
+            .env_remove("LINK_SECRET")
+            .stdin(std::process::Stdio::null());
+        if let Some(secret) = secret {
+            command.env("LINK_SECRET", secret);
+        }
+        let output = command.output().expect("run the agent");
+        assert!(!output.status.success(), "the agent started");
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    let unset = startup(None);
+    assert!(
+        unset.contains("channels.email.link_secret_env") && unset.contains("LINK_SECRET"),
+        "{unset}"
+    );
+    let short = startup(Some("too-short"));
+    assert!(
+        short.contains("LINK_SECRET") && short.contains("at least 32"),
+        "{short}"
+    );
+}
