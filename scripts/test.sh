@@ -57,6 +57,10 @@ sdk_venv target/a2a-sdk-v1 1.3.0
 # serves protocol v1.0).
 sdk_venv target/a2a-sdk-v03 0.3.26 uvicorn
 
+step "Python venv with aiosmtpd for the email approval tests (tests/tests/email.rs)"
+# A real SMTP server (tests/smtp/sink.py) in target/smtp-venv.
+bash scripts/smtp-venv.sh
+
 step "npm packages of the OpenID Connect test provider (tests/oidc, oidc-provider)"
 # The auth tests start a real OpenID Connect provider: tests/oidc/provider.js
 # on the machine's Node (>= 20.18). `npm ci` installs exactly the committed

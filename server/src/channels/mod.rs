@@ -6,6 +6,7 @@
 //! every door.
 
 pub mod directory;
+pub mod email;
 
 use std::sync::Arc;
 
@@ -19,6 +20,8 @@ pub struct Channels {
     pub directory: Arc<Directory>,
     /// The engine decisions go to.
     pub engine: Engine,
+    /// Approval mails (`channels.email`), when configured.
+    pub email: Option<Arc<email::Email>>,
 }
 
 impl Channels {
@@ -27,20 +30,30 @@ impl Channels {
     pub fn build(
         config: &AgentConfig,
         engine: &Engine,
-        _env: &dyn Fn(&str) -> Option<String>,
+        env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Channels, String> {
         let directory = Directory::build(&config.auth, &config.channels, named_subjects(config))?;
+        let email = email::Email::build(config, engine, env, &directory)?.map(Arc::new);
         Ok(Channels {
             directory: Arc::new(directory),
             engine: engine.clone(),
+            email,
         })
     }
 
     /// Starts posting; `public_url` is the base of links back to us.
-    pub async fn start(&self, _public_url: &str) {}
+    pub async fn start(&self, public_url: &str) {
+        if let Some(email) = &self.email {
+            email.start(public_url);
+        }
+    }
 
     /// Stops posting, waiting a short bound for posts in flight.
-    pub async fn shutdown(&self) {}
+    pub async fn shutdown(&self) {
+        if let Some(email) = &self.email {
+            email.shutdown().await;
+        }
+    }
 }
 
 /// Every `(field, subject)` a channel maps its users to.

@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::ConfigDuration;
+
+mod email;
+pub use email::{EmailRoute, EmailTls, validate_email};
+
 /// `channels:`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,13 +64,42 @@ pub struct SlackConfig {
     pub user_map: BTreeMap<String, String>,
 }
 
-/// `channels.email`.
+/// `channels.email`: approval mails over SMTP with signed links to a
+/// confirmation page (`channels/email`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmailConfig {
+    /// The SMTP server's host name.
+    pub smtp_host: String,
+    /// Its port (default 587, the submission port).
+    #[serde(default = "email::default_smtp_port")]
+    pub smtp_port: u16,
+    /// `starttls` (default: upgrade, required), `tls` (TLS from the first
+    /// byte, usually port 465) or `none` (a trusted local relay only).
+    #[serde(default)]
+    pub tls: EmailTls,
+    /// The environment variable holding the SMTP user name (with
+    /// `password_env`; neither: no authentication).
+    #[serde(default)]
+    pub username_env: Option<String>,
+    /// The environment variable holding the SMTP password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// The sender: `agent@example.com` or `Agent <agent@example.com>`.
+    pub from: String,
     /// Recipients: address → principal subject (`key:<name>` or a
     /// `channels.principals` entry); a decision through a recipient's
     /// link is recorded as that principal.
     #[serde(default)]
     pub to: BTreeMap<String, String>,
+    /// The environment variable holding the links' HMAC-SHA256 secret (at
+    /// least 32 bytes).
+    pub link_secret_env: String,
+    /// How long a mail's links stay valid (default 24h).
+    #[serde(default = "email::default_link_ttl")]
+    pub link_ttl: ConfigDuration,
+    /// Recipients per approval rule; an approval raised by a rule listed
+    /// here goes to its `to` only, every other one to all of `to`.
+    #[serde(default)]
+    pub routes: Vec<EmailRoute>,
 }

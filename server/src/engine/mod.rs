@@ -634,6 +634,28 @@ impl Engine {
         Ok(conversation)
     }
 
+    /// The conversation approval `uuid` belongs to, when the request's
+    /// caller may read it (a channel's confirmation page shows the
+    /// approval before anyone decides): [`EngineError::ApprovalNotFound`]
+    /// otherwise.
+    pub async fn approval_conversation(
+        &self,
+        uuid: Uuid,
+        ctx: &RequestContext,
+    ) -> Result<Arc<Conversation>, EngineError> {
+        let id = self
+            .inner
+            .conversation_of_approval(uuid)
+            .await?
+            .ok_or(EngineError::ApprovalNotFound(uuid))?;
+        self.authorized(id, ctx, Command::Read)
+            .await
+            .map_err(|error| match error {
+                EngineError::ConversationNotFound(_) => EngineError::ApprovalNotFound(uuid),
+                other => other,
+            })
+    }
+
     /// The current state of a conversation (`None`: no such
     /// conversation; an error when the store cannot be read).
     pub async fn get(&self, id: Uuid) -> Result<Option<Arc<Conversation>>, EngineError> {

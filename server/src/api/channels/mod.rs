@@ -8,8 +8,11 @@
 //! (`crate::channels::directory`).
 
 use axum::Router;
+use axum::routing::{get, post};
 
 use super::AppState;
+
+pub mod email;
 
 /// Where the channels' routes live.
 pub const PREFIX: &str = "/channels/";
@@ -23,6 +26,9 @@ pub fn is_channel_path(path: &str) -> bool {
 /// configured).
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/channels/email/approve", get(email::email_approve))
+        .route("/channels/email/reject", get(email::email_reject))
+        .route("/channels/email/decide", post(email::email_decide))
 }
 
 #[cfg(test)]
