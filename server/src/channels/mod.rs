@@ -6,6 +6,7 @@
 //! every door.
 
 pub mod directory;
+pub mod slack;
 
 use std::sync::Arc;
 
@@ -19,6 +20,8 @@ pub struct Channels {
     pub directory: Arc<Directory>,
     /// The engine decisions go to.
     pub engine: Engine,
+    /// `channels.slack`, when configured.
+    pub slack: Option<slack::Slack>,
 }
 
 impl Channels {
@@ -27,20 +30,41 @@ impl Channels {
     pub fn build(
         config: &AgentConfig,
         engine: &Engine,
-        _env: &dyn Fn(&str) -> Option<String>,
+        env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Channels, String> {
         let directory = Directory::build(&config.auth, &config.channels, named_subjects(config))?;
+        let directory = Arc::new(directory);
+        let web_url = config.approval.web_url.clone();
+        let slack = match &config.channels.slack {
+            Some(slack) => Some(slack::Slack::build(
+                slack,
+                engine,
+                directory.clone(),
+                env,
+                web_url,
+            )?),
+            None => None,
+        };
         Ok(Channels {
-            directory: Arc::new(directory),
+            directory,
             engine: engine.clone(),
+            slack,
         })
     }
 
     /// Starts posting; `public_url` is the base of links back to us.
-    pub async fn start(&self, _public_url: &str) {}
+    pub async fn start(&self, public_url: &str) {
+        if let Some(slack) = &self.slack {
+            slack.start(public_url);
+        }
+    }
 
     /// Stops posting, waiting a short bound for posts in flight.
-    pub async fn shutdown(&self) {}
+    pub async fn shutdown(&self) {
+        if let Some(slack) = &self.slack {
+            slack.shutdown().await;
+        }
+    }
 }
 
 /// Every `(field, subject)` a channel maps its users to.

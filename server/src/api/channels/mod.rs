@@ -7,7 +7,10 @@
 //! as the principal the channel maps the person to
 //! (`crate::channels::directory`).
 
+pub mod slack;
+
 use axum::Router;
+use axum::routing::post;
 
 use super::AppState;
 
@@ -22,7 +25,7 @@ pub fn is_channel_path(path: &str) -> bool {
 /// The channels' routes (each answers 404 when its channel is not
 /// configured).
 pub fn routes() -> Router<AppState> {
-    Router::new()
+    Router::new().route("/channels/slack/actions", post(slack::slack_actions))
 }
 
 #[cfg(test)]
