@@ -79,6 +79,11 @@ impl ShownMessages {
     pub fn len(&self) -> usize {
         self.by_uuid.len()
     }
+
+    /// None is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.by_uuid.is_empty()
+    }
 }
 
 #[cfg(test)]
