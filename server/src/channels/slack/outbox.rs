@@ -268,3 +268,155 @@ impl Worker {
 fn str_of(answer: &Value, field: &str, default: &str) -> String {
     answer[field].as_str().unwrap_or(default).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::blocks::Presentation;
+    use super::super::shown::Shown;
+    use super::*;
+    use asg_shared::fixtures::pending_approval;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    fn worker(server: &MockServer) -> Worker {
+        Worker {
+            api: WebApi::new(&format!("{}/api", server.uri()), "xoxb-t".into()),
+            shown: Arc::new(Mutex::new(ShownMessages::default())),
+            backoff: Backoff {
+                attempts: 3,
+                first: Duration::from_millis(1),
+                max: Duration::from_millis(2),
+            },
+            closing: CancellationToken::new(),
+            abort: CancellationToken::new(),
+        }
+    }
+
+    fn ok(ts: &str) -> ResponseTemplate {
+        ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C1", "ts": ts}))
+    }
+
+    fn message() -> Message {
+        Message {
+            text: "t".into(),
+            blocks: json!([]),
+        }
+    }
+
+    async fn methods(server: &MockServer) -> Vec<String> {
+        let requests = server.received_requests().await.unwrap_or_default();
+        requests.iter().map(|r| r.url.path().to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_rate_limited_post_is_sent_again_after_retry_after() {
+        let server = MockServer::start().await;
+        let limited = ResponseTemplate::new(429).insert_header("retry-after", "0");
+        Mock::given(method("POST"))
+            .respond_with(limited)
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ok("1.1"))
+            .mount(&server)
+            .await;
+        let worker = worker(&server);
+        let job = Job::Ephemeral {
+            channel: "C1".into(),
+            user: "U1".into(),
+            text: "not allowed".into(),
+        };
+        assert!(worker.deliver(&job).await);
+        assert_eq!(methods(&server).await, ["/api/chat.postEphemeral"; 2]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_post_is_not_retried_and_a_failing_one_is_given_up() {
+        let server = MockServer::start().await;
+        let refused = ResponseTemplate::new(200)
+            .set_body_json(json!({"ok": false, "error": "channel_not_found"}));
+        Mock::given(path("/api/chat.postEphemeral"))
+            .respond_with(refused)
+            .mount(&server)
+            .await;
+        Mock::given(path("/api/chat.postMessage"))
+            .respond_with(ResponseTemplate::new(503))
+            .mount(&server)
+            .await;
+        let worker = worker(&server);
+        let note = Job::Ephemeral {
+            channel: "C1".into(),
+            user: "U1".into(),
+            text: "x".into(),
+        };
+        assert!(!worker.deliver(&note).await);
+        assert_eq!(methods(&server).await.len(), 1, "not retried");
+        let post = Job::Post {
+            approval: uuid::Uuid::nil(),
+            channel: "C1".into(),
+            message: message(),
+        };
+        assert!(!worker.deliver(&post).await);
+        assert_eq!(methods(&server).await.len(), 1 + 3, "three attempts");
+    }
+
+    fn remember(worker: &Worker) -> uuid::Uuid {
+        let approval = pending_approval("t");
+        let uuid = approval.uuid;
+        worker.shown_messages().insert(Shown {
+            approval,
+            channel: "C1".into(),
+            ts: None,
+            presentation: Presentation::default(),
+        });
+        uuid
+    }
+
+    #[tokio::test]
+    async fn a_decision_updates_the_posted_message_or_posts_one_when_none_was() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ok("7.7"))
+            .mount(&server)
+            .await;
+        let worker = worker(&server);
+        let (posted, never_posted) = (remember(&worker), remember(&worker));
+        let post = Job::Post {
+            approval: posted,
+            channel: "C1".into(),
+            message: message(),
+        };
+        assert!(worker.deliver(&post).await);
+        for approval in [posted, never_posted] {
+            let update = Job::Update {
+                approval,
+                channel: "C1".into(),
+                message: message(),
+            };
+            assert!(worker.deliver(&update).await);
+            assert!(
+                worker.shown_messages().get(approval).is_none(),
+                "forgotten once decided"
+            );
+        }
+        let requests = server.received_requests().await.unwrap_or_default();
+        let calls: Vec<(String, serde_json::Value)> = requests
+            .iter()
+            .map(|r| {
+                (
+                    r.url.path().to_string(),
+                    serde_json::from_slice(&r.body).unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(calls[0].0, "/api/chat.postMessage");
+        assert_eq!(calls[1].0, "/api/chat.update");
+        assert_eq!(calls[1].1["ts"], "7.7");
+        assert_eq!(
+            calls[2].0, "/api/chat.postMessage",
+            "nothing to update: posted"
+        );
+        assert!(calls[2].1.get("ts").is_none());
+    }
+}

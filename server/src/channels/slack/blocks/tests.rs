@@ -1,3 +1,6 @@
+//! Block Kit building: what a pending and a decided message show, long
+//! values collapsed, escaping, question buttons, the modals.
+
 use asg_shared::fixtures::{at, pending_approval};
 use asg_shared::{Actor, ApprovalDecision, PendingApproval, Question, QuestionReply};
 use serde_json::{Value, json};
