@@ -4,8 +4,8 @@
 //! requests, as a Slack app would send them. Approve, edit and refuse
 //! from Slack; a decision made elsewhere updates the message; forged,
 //! replayed and unmapped requests change nothing; Slack down never fails
-//! a turn and the post arrives later; a reminder in the thread; a
-//! question answered with a choice button and through the answer modal.
+//! a turn and the post arrives later; a reminder in the thread;
+//! questions answered with a choice button and through the answer modal.
 
 use asg_tests::slack::{Call, SlackStandIn, click, now, send, send_signed, submission};
 use asg_tests::{
@@ -425,7 +425,7 @@ async fn went_on(agent: &Agent, id: &str) -> String {
 }
 
 #[tokio::test]
-async fn questions_are_answered_with_a_choice_or_through_the_answer_modal() {
+async fn a_question_is_answered_with_a_choice_button() {
     let Setup { agent, slack, .. } = setup_on("agent-questions.yaml", "").await;
     let (id, uuid) = alice_asks(&agent, "deploy the app").await;
     let posted = slack.wait_for("chat.postMessage", 1).await.remove(0);
@@ -479,9 +479,13 @@ async fn questions_are_answered_with_a_choice_or_through_the_answer_modal() {
         "{outcome}"
     );
     assert!(outcome.contains("`prod`"), "{outcome}");
+}
 
+#[tokio::test]
+async fn a_question_is_answered_through_the_answer_modal() {
+    let Setup { agent, slack, .. } = setup_on("agent-questions.yaml", "").await;
     let (id, uuid) = alice_asks(&agent, "name it").await;
-    slack.wait_for("chat.postMessage", 2).await;
+    slack.wait_for("chat.postMessage", 1).await;
     send_signed(
         &agent,
         SECRET,
