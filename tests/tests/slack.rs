@@ -9,7 +9,7 @@
 
 use asg_tests::slack::{Call, SlackStandIn, click, now, send, send_signed, submission};
 use asg_tests::{
-    Agent, AgentOptions, approval_uuid, config_with, conversation_id, poll, tool_messages,
+    Agent, AgentOptions, approval_uuid, binary, config_with, conversation_id, poll, tool_messages,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -37,17 +37,26 @@ async fn setup(approval: &str) -> Setup {
 }
 
 async fn setup_on(base: &str, approval: &str) -> Setup {
-    let slack = SlackStandIn::start().await;
-    slack.add_user(ALICE, "alice@example.com");
-    slack.add_user(EVE, "eve@example.com");
-    let extra = format!(
+    setup_with(base, approval, "").await
+}
+
+/// The `channels:` and `auth:` blocks (with `slack` appended to
+/// `channels.slack`).
+fn slack_yaml(api_url: &str, approval: &str, slack: &str) -> String {
+    format!(
         "auth:\n  api_keys:\n    - {{ name: alice, key_env: ALICE_KEY, roles: [approver] }}\n    \
          - {{ name: bob, key_env: BOB_KEY, roles: [approver] }}\n\
          approval: {{ {approval} }}\n\
          channels:\n  slack:\n    bot_token_env: SLACK_BOT_TOKEN\n    signing_secret_env: SLACK_SIGNING_SECRET\n    \
-         channel: {CHANNEL}\n    api_url: {}\n    user_map:\n      {BOB}: key:bob\n      alice@example.com: key:alice\n",
-        slack.api_url
-    );
+         channel: {CHANNEL}\n    api_url: {api_url}\n    user_map:\n      {BOB}: key:bob\n      alice@example.com: key:alice\n{slack}"
+    )
+}
+
+async fn setup_with(base: &str, approval: &str, slack_extra: &str) -> Setup {
+    let slack = SlackStandIn::start().await;
+    slack.add_user(ALICE, "alice@example.com");
+    slack.add_user(EVE, "eve@example.com");
+    let extra = slack_yaml(&slack.api_url, approval, slack_extra);
     let (dir, config) = config_with(base, &extra);
     let env = [
         ("ALICE_KEY", ALICE_KEY),
@@ -503,4 +512,54 @@ async fn a_question_is_answered_through_the_answer_modal() {
     )
     .await;
     assert!(went_on(&agent, &id).await.contains("web-blue"));
+}
+
+#[tokio::test]
+async fn a_rule_route_posts_to_its_channel_and_mentions_its_group() {
+    let rules = "rules: [{ tool: resources_add, when: { value: { gt: 100 } }, action: ask }]";
+    let route = "    routes:\n      - { rule: 0, channel: C0SRE, mention: S0SRE }\n";
+    let Setup { agent, slack, .. } = setup_with("agent-resources.yaml", rules, route).await;
+    alice_adds(&agent, "big-1", 500).await;
+    let routed = slack.wait_for("chat.postMessage", 1).await.remove(0);
+    assert_eq!(routed.body["channel"], "C0SRE");
+    let shown = texts(&routed.body["blocks"]);
+    assert!(shown.contains("<!subteam^S0SRE>"), "{shown}");
+    assert!(
+        shown.contains("approval.rules[0] (ask resources_add)"),
+        "{shown}"
+    );
+    // Not raised by the rule (the tool's own gate): the default channel.
+    alice_adds(&agent, "small-1", 5).await;
+    let default = slack.wait_for("chat.postMessage", 2).await.remove(1);
+    assert_eq!(default.body["channel"], CHANNEL);
+    assert!(!texts(&default.body["blocks"]).contains("subteam"));
+}
+
+#[test]
+fn a_missing_secret_stops_the_start_naming_its_variable() {
+    let (_dir, config) = config_with(
+        "agent-resources.yaml",
+        &slack_yaml("http://127.0.0.1:9/api", "", ""),
+    );
+    let data = tempfile::tempdir().expect("temp dir");
+    let output = std::process::Command::new(binary("agent"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--port", "0", "--data-dir"])
+        .arg(data.path())
+        .env("ALICE_KEY", ALICE_KEY)
+        .env("BOB_KEY", BOB_KEY)
+        .env("SLACK_BOT_TOKEN", TOKEN)
+        .env_remove("SLACK_SIGNING_SECRET")
+        .output()
+        .expect("run agent");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("channels.slack.signing_secret_env"), "{said}");
+    assert!(said.contains("SLACK_SIGNING_SECRET is not set"), "{said}");
+    assert!(!said.contains(TOKEN), "the token was shown: {said}");
 }
