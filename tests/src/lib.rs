@@ -11,6 +11,7 @@ pub mod oidc;
 pub mod otlp;
 pub mod pg;
 pub mod recording_proxy;
+pub mod slack;
 pub mod smtp;
 pub mod sse;
 pub mod tool_server;

@@ -7,6 +7,7 @@
 
 pub mod directory;
 pub mod email;
+pub mod slack;
 
 use std::sync::Arc;
 
@@ -22,6 +23,8 @@ pub struct Channels {
     pub engine: Engine,
     /// Approval mails (`channels.email`), when configured.
     pub email: Option<Arc<email::Email>>,
+    /// `channels.slack`, when configured.
+    pub slack: Option<slack::Slack>,
 }
 
 impl Channels {
@@ -33,11 +36,24 @@ impl Channels {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Channels, String> {
         let directory = Directory::build(&config.auth, &config.channels, named_subjects(config))?;
+        let directory = Arc::new(directory);
         let email = email::Email::build(config, engine, env, &directory)?.map(Arc::new);
+        let web_url = config.approval.web_url.clone();
+        let slack = match &config.channels.slack {
+            Some(slack) => Some(slack::Slack::build(
+                slack,
+                engine,
+                directory.clone(),
+                env,
+                web_url,
+            )?),
+            None => None,
+        };
         Ok(Channels {
-            directory: Arc::new(directory),
+            directory,
             engine: engine.clone(),
             email,
+            slack,
         })
     }
 
@@ -46,12 +62,18 @@ impl Channels {
         if let Some(email) = &self.email {
             email.start(public_url);
         }
+        if let Some(slack) = &self.slack {
+            slack.start(public_url);
+        }
     }
 
     /// Stops posting, waiting a short bound for posts in flight.
     pub async fn shutdown(&self) {
         if let Some(email) = &self.email {
             email.shutdown().await;
+        }
+        if let Some(slack) = &self.slack {
+            slack.shutdown().await;
         }
     }
 }

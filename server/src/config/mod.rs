@@ -791,7 +791,7 @@ impl AgentConfig {
             &self.a2a_push,
         )?;
         self.auth.validate()?;
-        channels::validate_email(&self.channels, self.approval.rules.len())?;
+        self.channels.validate(self.approval.rules.len())?;
         if self.max_delegation_depth == 0 {
             return Err(("max_delegation_depth".into(), "must be at least 1".into()));
         }

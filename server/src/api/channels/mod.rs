@@ -7,12 +7,13 @@
 //! as the principal the channel maps the person to
 //! (`crate::channels::directory`).
 
+pub mod email;
+pub mod slack;
+
 use axum::Router;
 use axum::routing::{get, post};
 
 use super::AppState;
-
-pub mod email;
 
 /// Where the channels' routes live.
 pub const PREFIX: &str = "/channels/";
@@ -29,6 +30,7 @@ pub fn routes() -> Router<AppState> {
         .route("/channels/email/approve", get(email::email_approve))
         .route("/channels/email/reject", get(email::email_reject))
         .route("/channels/email/decide", post(email::email_decide))
+        .route("/channels/slack/actions", post(slack::slack_actions))
 }
 
 #[cfg(test)]
