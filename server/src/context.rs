@@ -25,7 +25,7 @@ pub struct RequestContext {
     pub depth: u32,
     /// Who is calling (`None`: an internal task, e.g. startup checks).
     pub principal: Option<Principal>,
-    /// Where the request came from: `rest`, `a2a` or `web`.
+    /// Where the request came from: `rest`, `a2a`, `web`, `slack` or `email`.
     pub via: &'static str,
     /// The A2A client's `contextId`, kept with the conversation by the
     /// turn (when it has none yet).

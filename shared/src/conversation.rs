@@ -151,7 +151,7 @@ pub struct Actor {
     /// The role that allowed the action (`approver`, `admin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
-    /// Where it came from: `rest`, `a2a` or `web`.
+    /// Where it came from: `rest`, `a2a`, `web`, `slack` or `email`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
 }

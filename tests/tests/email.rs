@@ -40,20 +40,19 @@ fn python() -> Option<std::path::PathBuf> {
 
 /// Alice and Bob are approvers with keys and mail addresses; Bob asks.
 fn config(port: u16, link_ttl: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    config_routed(port, link_ttl, "", "")
+    config_routed(port, link_ttl, ("", "", ""))
 }
 
 /// [`config`] with approval rules and mail routes (YAML list items).
 fn config_routed(
     port: u16,
     link_ttl: &str,
-    rules: &str,
-    routes: &str,
+    (approval, rules, routes): (&str, &str, &str),
 ) -> (tempfile::TempDir, std::path::PathBuf) {
     let extra = format!(
-        "auth:\n  api_keys:\n    - {{ name: alice, key_env: ALICE_KEY, roles: [approver] }}\n    \
+        "auth:\n  api_keys:\n    - {{ name: alice, key_env: ALICE_KEY, roles: [approver], groups: [dba] }}\n    \
          - {{ name: bob, key_env: BOB_KEY, roles: [approver] }}\n\
-         approval: {{ separate_approver: true, rules: [{rules}] }}\n\
+         approval: {{ separate_approver: true, {approval}rules: [{rules}] }}\n\
          channels:\n  email:\n    smtp_host: 127.0.0.1\n    smtp_port: {port}\n    tls: none\n    \
          from: Agent <agent@example.com>\n    link_secret_env: LINK_SECRET\n    link_ttl: {link_ttl}\n    \
          to: {{ {ALICE}: 'key:alice', {BOB}: 'key:bob' }}\n    routes: [{routes}]\n"
@@ -73,10 +72,16 @@ async fn start(link_ttl: &str) -> Option<Setup> {
 }
 
 async fn start_routed(link_ttl: &str, rules: &str, routes: &str) -> Option<Setup> {
+    start_with(link_ttl, ("", rules, routes)).await
+}
+
+/// An agent whose config has `approval` settings (ending in ", "),
+/// `approval.rules` and `channels.email.routes` (YAML list items).
+async fn start_with(link_ttl: &str, settings: (&str, &str, &str)) -> Option<Setup> {
     let python = python()?;
     let port = asg_tests::oidc::free_port();
     let sink = SmtpSink::start_on(&python, port).await;
-    let (dir, path) = config_routed(port, link_ttl, rules, routes);
+    let (dir, path) = config_routed(port, link_ttl, settings);
     let env = [
         ("ALICE_KEY", ALICE_KEY),
         ("BOB_KEY", BOB_KEY),
@@ -455,6 +460,39 @@ async fn a_routed_rule_mails_its_recipients_only() {
     assert!(
         text.contains("approval.rules[0]"),
         "the rule is named: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_rules_named_approvers_are_mailed_and_reminded() {
+    let rule = "{ tool: resources_add, when: { name: '^dba-' }, action: ask, approvers: [dba] }";
+    let approval = "remind_after: 1s, expires_after: 1h, ";
+    let Some(setup) = start_with("1h", (approval, rule, "")).await else {
+        return;
+    };
+    let (_, uuid) = ask(&setup.agent, "dba-1").await;
+    let first = mail_for(&setup.sink, ALICE, &uuid).await;
+    assert!(
+        first.subject().contains("Approval needed"),
+        "{:?}",
+        first.subject()
+    );
+    // `approval.remind_after: 1s`: a second mail, saying so.
+    let reminder = poll("the reminder mail", MAIL_WAIT, || async {
+        setup.sink.mails().into_iter().find(|m| {
+            m.subject().contains("Reminder")
+                && m.part("text/plain").is_some_and(|t| t.contains(&uuid))
+        })
+    })
+    .await;
+    assert_eq!(reminder.recipients(), [ALICE]);
+    // Bob is not in `dba`: the gate would refuse him, so he gets no mail.
+    let to_bob = setup.sink.mails().iter().any(|m| {
+        m.recipients() == [BOB] && m.part("text/plain").is_some_and(|t| t.contains(&uuid))
+    });
+    assert!(
+        !to_bob,
+        "a recipient outside the rule's approvers was mailed"
     );
 }
 

@@ -27,6 +27,8 @@ pub struct MailContent<'a> {
     pub reject_url: &'a str,
     /// When the links stop working.
     pub links_expire: DateTime<Utc>,
+    /// A reminder (`approval.remind_after`): the approval still waits.
+    pub reminder: bool,
 }
 
 /// A laid-out mail.
@@ -120,7 +122,12 @@ fn subject(content: &MailContent<'_>) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let tool = truncate(&tool, MAX_SUBJECT_TOOL_CHARS);
-    format!("[{}] Approval needed: {tool}", content.agent)
+    let what = if content.reminder {
+        "Reminder: approval still waiting"
+    } else {
+        "Approval needed"
+    };
+    format!("[{}] {what}: {tool}", content.agent)
 }
 
 /// Lays out the mail.

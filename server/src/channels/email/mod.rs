@@ -153,7 +153,8 @@ impl Email {
                 () = self.closing.cancelled() => return,
             };
             match received {
-                Ok(InboxEvent::ApprovalRequested { approval }) => self.mail(&approval),
+                Ok(InboxEvent::ApprovalRequested { approval }) => self.mail(&approval, false),
+                Ok(InboxEvent::ApprovalReminder { approval }) => self.mail(&approval, true),
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::warn!(
@@ -166,8 +167,9 @@ impl Email {
         }
     }
 
-    /// Queues one mail per recipient of `approval` (not for questions).
-    fn mail(&self, approval: &PendingApproval) {
+    /// Queues one mail per recipient of `approval` (not for questions);
+    /// a `reminder` says the approval still waits.
+    fn mail(&self, approval: &PendingApproval, reminder: bool) {
         if approval.is_question() || approval.state != ApprovalState::Pending {
             return;
         }
@@ -191,6 +193,7 @@ impl Email {
                 approve_url: &approve_url,
                 reject_url: &reject_url,
                 links_expire: expires,
+                reminder,
             });
             let label = format!("approval {} to {recipient}", approval.uuid);
             match mail::message(&self.from, recipient, body) {
@@ -200,11 +203,13 @@ impl Email {
         }
     }
 
-    /// The addresses an approval goes to: its rule's route, else all.
+    /// The addresses an approval goes to: its rule's route; else the
+    /// recipients whose principal holds one of the roles or groups the
+    /// rule names as its `approvers`; else all.
     fn recipients_of(&self, approval: &PendingApproval) -> Vec<&str> {
         match routed(&self.routes, approval.rule.as_deref()) {
             Some(to) => to.iter().map(String::as_str).collect(),
-            None => self.recipients.keys().map(String::as_str).collect(),
+            None => by_role(&self.recipients, &approval.approvers),
         }
     }
 
@@ -239,6 +244,19 @@ fn routed<'a>(
     rule: Option<&str>,
 ) -> Option<&'a Vec<String>> {
     routes.get(&rule_index(rule?)?)
+}
+
+/// The recipients who may decide by role or group: those whose
+/// principal is in one of `approvers` (all of them when it is empty). A
+/// mail to someone the gate would refuse only wastes their time.
+fn by_role<'a>(recipients: &'a BTreeMap<String, Principal>, approvers: &[String]) -> Vec<&'a str> {
+    recipients
+        .iter()
+        .filter(|(_, principal)| {
+            approvers.is_empty() || approvers.iter().any(|name| principal.is_in(name))
+        })
+        .map(|(address, _)| address.as_str())
+        .collect()
 }
 
 /// The index of `approval.rules[N] (…)`.
@@ -298,6 +316,7 @@ fn transport(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use asg_core::principal::Role;
 
     #[test]
     fn rule_labels_give_their_index() {
@@ -317,6 +336,35 @@ mod tests {
         );
         assert_eq!(routed(&routes, Some("approval.rules[0] (ask x)")), None);
         assert_eq!(routed(&routes, None), None);
+    }
+
+    #[test]
+    fn named_approvers_pick_the_recipients_in_their_roles_or_groups() {
+        let person = |roles: &[Role], groups: &[&str]| Principal {
+            subject: "key:x".into(),
+            name: None,
+            roles: roles.iter().copied().collect(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            credential: asg_core::principal::Credential::ApiKey,
+        };
+        let recipients = BTreeMap::from([
+            (
+                "ops@example.com".to_string(),
+                person(&[Role::Approver], &["sre"]),
+            ),
+            (
+                "dba@example.com".to_string(),
+                person(&[Role::Approver], &["dba"]),
+            ),
+            ("boss@example.com".to_string(), person(&[Role::Admin], &[])),
+        ]);
+        assert_eq!(by_role(&recipients, &["dba".into()]), ["dba@example.com"]);
+        assert_eq!(
+            by_role(&recipients, &["admin".into()]),
+            ["boss@example.com"]
+        );
+        assert_eq!(by_role(&recipients, &[]).len(), 3);
+        assert!(by_role(&recipients, &["finance".into()]).is_empty());
     }
 
     fn config(yaml_extra: &str) -> EmailConfig {

@@ -26,13 +26,31 @@ fn approval(tool: &str, args: serde_json::Value) -> PendingApproval {
 }
 
 fn lay_out(approval: &PendingApproval) -> MailBody {
+    lay_out_as(approval, false)
+}
+
+fn lay_out_as(approval: &PendingApproval, reminder: bool) -> MailBody {
     body(&MailContent {
         agent: "ops-agent",
         approval,
         approve_url: "https://agent.example/channels/email/approve?approval=x&token=a.b",
         reject_url: "https://agent.example/channels/email/reject?approval=x&token=c.d",
         links_expire: "2026-01-03T00:00:00Z".parse().unwrap(),
+        reminder,
     })
+}
+
+#[test]
+fn a_reminder_says_so_in_its_subject() {
+    let waiting = approval("resources_delete", json!({"name": "web-1"}));
+    assert_eq!(
+        lay_out(&waiting).subject,
+        "[ops-agent] Approval needed: resources_delete"
+    );
+    assert_eq!(
+        lay_out_as(&waiting, true).subject,
+        "[ops-agent] Reminder: approval still waiting: resources_delete"
+    );
 }
 
 #[test]
