@@ -17,6 +17,7 @@
 //! (`scripts/check-deps.sh`).
 
 pub mod host_check;
+pub mod html;
 pub mod logging;
 pub mod metrics;
 pub mod process;

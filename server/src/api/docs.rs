@@ -3,6 +3,7 @@
 //! interactive page rendered from it. The page loads nothing from the
 //! internet, so it works on an offline machine.
 
+use asg_http::html::escape as escape_html;
 use axum::Json;
 use axum::extract::State;
 use axum::response::Html;
@@ -165,22 +166,6 @@ fn render_index(agent: &AgentInfo) -> String {
         .replace("{{description}}", &escape_html(description))
         .replace("{{version}}", &escape_html(&agent.version))
         .replace("{{web_chat}}", &web_chat)
-}
-
-/// Text for HTML element content and attribute values.
-fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

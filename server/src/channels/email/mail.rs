@@ -4,6 +4,7 @@
 //! from a model or a requester, so the HTML escapes it and the subject
 //! loses control characters.
 
+pub use asg_http::html::escape as escape_html;
 use asg_shared::PendingApproval;
 use chrono::{DateTime, SecondsFormat, Utc};
 use lettre::Message;
@@ -40,22 +41,6 @@ pub struct MailBody {
     pub text: String,
     /// The text/html part.
     pub html: String,
-}
-
-/// `text` escaped for HTML text and attribute values.
-pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// At most `max` characters of `text`, with a note when cut.

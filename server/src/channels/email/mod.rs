@@ -43,7 +43,7 @@ use super::directory::Directory;
 use crate::config::AgentConfig;
 use crate::config::channels::{EmailConfig, EmailTls};
 use crate::engine::Engine;
-use send::{Outbox, Outgoing, Retry};
+use send::{MAIL_ATTEMPTS, Outbox, Outgoing, Retry};
 use token::{Decision, Link, Signer};
 
 /// How long one SMTP attempt may take.
@@ -129,7 +129,13 @@ impl Email {
         let Some(inbox) = inbox else {
             return;
         };
-        self.outbox.start(self.transport.clone(), Retry::default());
+        self.outbox.start(
+            self.transport.clone(),
+            Retry {
+                attempts: MAIL_ATTEMPTS,
+                ..Retry::default()
+            },
+        );
         tracing::info!(
             recipients = self.recipients.len(),
             "approval mails enabled (channels.email)"

@@ -24,23 +24,12 @@ pub struct Outgoing {
     pub label: String,
 }
 
-/// How often and how patiently a mail is tried.
-#[derive(Debug, Clone, Copy)]
-pub struct Retry {
-    /// Attempts in all.
-    pub attempts: u32,
-    /// Wait after the first failure; doubled after each.
-    pub first_delay: Duration,
-}
+/// How often and how patiently a mail is tried: the notifications'
+/// policy (attempts, first delay doubled after each failure).
+pub use crate::notify::deliver::Retry;
 
-impl Default for Retry {
-    fn default() -> Self {
-        Retry {
-            attempts: 6,
-            first_delay: Duration::from_secs(1),
-        }
-    }
-}
+/// Attempts per mail: one more than a webhook gets (1+2+4+8+16 s).
+pub const MAIL_ATTEMPTS: u32 = 6;
 
 /// The queue and its sender task.
 pub struct Outbox {
