@@ -50,6 +50,7 @@ pub fn agent_card(info: &AgentInfo, tools: &[ToolInfo]) -> AgentCard {
         version: info.version.clone(),
         protocol_version: PROTOCOL_VERSION.to_string(),
         preferred_transport: Some("JSONRPC".into()),
+        supported_interfaces: Vec::new(),
         capabilities: AgentCapabilities {
             streaming: true,
             push_notifications: true,
