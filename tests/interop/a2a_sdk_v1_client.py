@@ -2,11 +2,12 @@
 """Interop check of this agent's A2A v1.0 server with the official A2A
 Python SDK in its native v1.0 mode.
 
-Usage: a2a_sdk_v1_client.py BASE_URL API_KEY
+Usage: a2a_sdk_v1_client.py BASE_URL API_KEY HOOK_URL
 
 BASE_URL is a running agent with `testdata/agent-resources.yaml` (the
 resource manager on the offline scripted model) and an `auth.api_keys`
-entry whose key is API_KEY (sent as X-API-Key). The SDK (a2a-sdk 1.3.0)
+entry whose key is API_KEY (sent as X-API-Key); HOOK_URL takes the push
+notifications of the config the script registers. The SDK (a2a-sdk 1.3.0)
 resolves the card, picks the v1.0 interfaces from `supportedInterfaces`
 and talks through its native v1.0 transports, once over JSON-RPC (`/a2a`)
 and once over HTTP+JSON (`/a2a/v1`); every answer is parsed into the
@@ -18,7 +19,8 @@ with the approval data part; text while waiting leaves it waiting; a
 continuation with a data part {"approved": true} (the tool ran, once) and
 {"approved": false} (it did not); ListTasks pages; CancelTask and
 TaskNotCancelableError; TaskNotFoundError; SendStreamingMessage and
-SubscribeToTask events. Then version negotiation: the same SDK restricted
+SubscribeToTask events; on JSON-RPC also the push config methods
+(create, get, list, delete by id). Then version negotiation: the same SDK restricted
 to the card's v0.3.0 interface still works (its compat transport), and an
 unsupported A2A-Version gets VersionNotSupportedError on both bindings.
 
@@ -41,7 +43,10 @@ from a2a.helpers.proto_helpers import (
 )
 from a2a.types import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Role,
@@ -49,6 +54,7 @@ from a2a.types import (
     SubscribeToTaskRequest,
     TaskNotCancelableError,
     TaskNotFoundError,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import VersionNotSupportedError
@@ -218,11 +224,32 @@ async def check_streaming(client):
     check(kinds == ["task", "status_update"], f"SubscribeToTask events: {kinds}")
 
 
-async def check_binding(card, http, binding, name):
+async def check_push_configs(client, url):
+    """Create, get, list and delete a push config by its id."""
+    task_id = TASKS[0]
+    config = TaskPushNotificationConfig(task_id=task_id, id="v1-hook", url=url, token="tok")
+    made = await client.create_task_push_notification_config(config)
+    check((made.id, made.task_id, made.url) == ("v1-hook", task_id, url), f"created {made}")
+    named = GetTaskPushNotificationConfigRequest(task_id=task_id, id="v1-hook")
+    got = await client.get_task_push_notification_config(named)
+    check((got.id, got.url) == ("v1-hook", url), f"got {got}")
+    listing = ListTaskPushNotificationConfigsRequest(task_id=task_id)
+    listed = await client.list_task_push_notification_configs(listing)
+    check([c.id for c in listed.configs] == ["v1-hook"], f"listed {listed}")
+    await client.delete_task_push_notification_config(
+        DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="v1-hook")
+    )
+    listed = await client.list_task_push_notification_configs(listing)
+    check(not listed.configs, f"listed after delete {listed}")
+
+
+async def check_binding(card, http, binding, name, hook):
     client = client_for(card, http, binding)
     await check_send_and_approvals(client, name)
     await check_list(client)
     await check_cancel_and_errors(client, name)
+    if binding == JSONRPC:
+        await check_push_configs(client, hook)
     await check_streaming(client_for(card, http, binding, streaming=True))
 
 
@@ -250,12 +277,12 @@ async def check_versions(card, base, key):
                 pass
 
 
-async def main(base, key):
+async def main(base, key, hook):
     base = base.rstrip("/")
     async with httpx.AsyncClient(timeout=60, headers={"X-API-Key": key}) as http:
         card = await check_card(http, base)
-        await check_binding(card, http, JSONRPC, "v1rpc")
-        await check_binding(card, http, HTTP_JSON, "v1rest")
+        await check_binding(card, http, JSONRPC, "v1rpc", hook)
+        await check_binding(card, http, HTTP_JSON, "v1rest", hook)
     await check_versions(card, base, key)
     print("TASKS " + " ".join(TASKS))
     print("interop v1 OK: card, JSON-RPC and HTTP+JSON send, get, list, approvals, cancel, "
@@ -263,10 +290,10 @@ async def main(base, key):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: a2a_sdk_v1_client.py BASE_URL API_KEY")
+    if len(sys.argv) != 4:
+        sys.exit("usage: a2a_sdk_v1_client.py BASE_URL API_KEY HOOK_URL")
     try:
-        asyncio.run(main(sys.argv[1], sys.argv[2]))
+        asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
     except Mismatch as mismatch:
         sys.exit(f"interop MISMATCH: {mismatch}")
     except Exception as error:  # an SDK error is a mismatch too

@@ -3,7 +3,8 @@
 //! - the official Python SDK (a2a-sdk 1.3.0) in its native v1.0 mode runs
 //!   `tests/interop/a2a_sdk_v1_client.py` as alice over JSON-RPC and
 //!   HTTP+JSON (send, stream, get, list, cancel, subscribe, an approval
-//!   and its continuation; a v0.3 client and a refused `A2A-Version`);
+//!   and its continuation, push configs; a v0.3 client and a refused
+//!   `A2A-Version`);
 //! - without the SDK: bob tries alice's tasks on every v1.0 method and
 //!   route (all not found, nothing decided), lists only his own, and the
 //!   `A2A-Version` header is checked and answered.
@@ -15,6 +16,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use asg_tests::a2a::{client_sdk_python, sdk_version};
+use asg_tests::fake_http::{FakeHttp, Reply};
 use asg_tests::{Agent, AgentOptions, workspace_root};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -23,7 +25,7 @@ const ALICE: &str = "alice-key-0123456789abcdef";
 const BOB: &str = "bob-key-0123456789abcdef01";
 
 async fn agent() -> (tempfile::TempDir, Agent) {
-    let keys = "auth:\n  api_keys:\n    - { name: alice, key_env: ALICE_KEY, roles: [approver] }\n    \
+    let keys = "a2a_push: { allow_private_networks: true }\nauth:\n  api_keys:\n    - { name: alice, key_env: ALICE_KEY, roles: [approver] }\n    \
                 - { name: bob, key_env: BOB_KEY }\n";
     let (dir, config) = asg_tests::config_with("agent-resources.yaml", keys);
     let env = [("ALICE_KEY", ALICE), ("BOB_KEY", BOB)];
@@ -270,10 +272,12 @@ async fn the_official_python_sdk_speaks_v1_to_the_agent() {
     };
     eprintln!("a2a-sdk {version}");
     let (_dir, agent) = agent().await;
+    let hook = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
+    let hook_url = format!("{}/v1-hook", hook.url);
     let script = workspace_root().join("tests/interop/a2a_sdk_v1_client.py");
     let run = tokio::process::Command::new(client_sdk_python())
         .arg(&script)
-        .args([agent.url.as_str(), ALICE])
+        .args([agent.url.as_str(), ALICE, hook_url.as_str()])
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
