@@ -341,3 +341,50 @@ async fn the_rest_binding_answers_problem_details() {
         assert_eq!(problem["error"]["details"][0]["reason"], reason, "{uri}");
     }
 }
+
+#[tokio::test]
+async fn list_tasks_filters_by_state_and_context_and_adds_artifacts_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (waiting_id, _) = waiting(dir.path());
+    let app = app(dir.path()).await;
+    let mut hello = message(json!([{"text": "hello"}]), None);
+    hello["message"]["contextId"] = json!("ctx-1");
+    let sent = rpc(&app, "SendMessage", hello).await;
+    let done = sent["result"]["task"]["id"].clone();
+    let ids = |answer: &Value| -> Vec<Value> {
+        let tasks = answer["result"]["tasks"].as_array().cloned();
+        tasks
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t["id"].clone())
+            .collect()
+    };
+    let waiting = rpc(
+        &app,
+        "ListTasks",
+        json!({"status": "TASK_STATE_INPUT_REQUIRED"}),
+    )
+    .await;
+    assert_eq!(ids(&waiting), [json!(waiting_id.to_string())], "{waiting}");
+    let completed = rpc(&app, "ListTasks", json!({"status": "TASK_STATE_COMPLETED"})).await;
+    assert_eq!(ids(&completed), vec![done.clone()]);
+    let context = rpc(&app, "ListTasks", json!({"contextId": "ctx-1"})).await;
+    assert_eq!(ids(&context), vec![done.clone()]);
+    let full = rpc(
+        &app,
+        "ListTasks",
+        json!({"contextId": "ctx-1", "includeArtifacts": true}),
+    )
+    .await;
+    let artifact = &full["result"]["tasks"][0]["artifacts"][0]["parts"][0];
+    assert_eq!(artifact, &json!({"text": "echo: hello"}), "{full}");
+    let all = rpc(
+        &app,
+        "ListTasks",
+        json!({"status": "TASK_STATE_UNSPECIFIED"}),
+    )
+    .await;
+    assert_eq!(ids(&all).len(), 2);
+    let bad = rpc(&app, "ListTasks", json!({"status": "DONE"})).await;
+    assert_eq!(bad["error"]["code"], -32602);
+}
