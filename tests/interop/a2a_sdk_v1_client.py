@@ -19,8 +19,8 @@ with the approval data part; text while waiting leaves it waiting; a
 continuation with a data part {"approved": true} (the tool ran, once) and
 {"approved": false} (it did not); ListTasks pages; CancelTask and
 TaskNotCancelableError; TaskNotFoundError; SendStreamingMessage and
-SubscribeToTask events; on JSON-RPC also the push config methods
-(create, get, list, delete by id). Then version negotiation: the same SDK restricted
+SubscribeToTask events; the push config methods (create, get, list,
+delete by id). Then version negotiation: the same SDK restricted
 to the card's v0.3.0 interface still works (its compat transport), and an
 unsupported A2A-Version gets VersionNotSupportedError on both bindings.
 
@@ -248,8 +248,7 @@ async def check_binding(card, http, binding, name, hook):
     await check_send_and_approvals(client, name)
     await check_list(client)
     await check_cancel_and_errors(client, name)
-    if binding == JSONRPC:
-        await check_push_configs(client, hook)
+    await check_push_configs(client, hook)
     await check_streaming(client_for(card, http, binding, streaming=True))
 
 

@@ -146,6 +146,8 @@ async fn bob_tries_rest(agent: &Agent, id: &str, uuid: &str) {
         json!([{"data": {"approved": true, "approval_uuid": uuid}}]),
         Some(id),
     );
+    let configs = format!("/a2a/v1/tasks/{id}/pushNotificationConfigs");
+    let hook = json!({"id": "cfg", "url": "https://example.com/hook"});
     let attempts = [
         (Method::GET, format!("/a2a/v1/tasks/{id}"), None),
         (Method::POST, format!("/a2a/v1/tasks/{id}:cancel"), None),
@@ -161,6 +163,10 @@ async fn bob_tries_rest(agent: &Agent, id: &str, uuid: &str) {
             "/a2a/v1/message:stream".into(),
             Some(decision),
         ),
+        (Method::GET, configs.clone(), None),
+        (Method::POST, configs.clone(), Some(hook)),
+        (Method::GET, format!("{configs}/cfg"), None),
+        (Method::DELETE, format!("{configs}/cfg"), None),
     ];
     for (method, path, body) in attempts {
         let (status, served, text) = send(agent, BOB, method.clone(), &path, None, body).await;

@@ -109,7 +109,7 @@ pub(crate) async fn dispatch(call: Call, method: &str, params: Option<Value>) ->
     }
 }
 
-type Answered = Result<(std::sync::Arc<asg_shared::Conversation>, Value), RpcError>;
+pub(crate) type Answered = Result<(std::sync::Arc<asg_shared::Conversation>, Value), RpcError>;
 
 fn task_answer(answer: super::Answer) -> Answered {
     answer.map(|(c, task)| (c, to_value(&wire::Task::from(&task))))
@@ -150,7 +150,7 @@ pub(crate) fn send_params(params: Option<Value>) -> Result<Value, RpcError> {
 
 /// The push config methods, on the v0.3 ones (configs by `id` within
 /// their task).
-async fn push_method(call: &Call, method: &str, params: Option<Value>) -> Answered {
+pub(crate) async fn push_method(call: &Call, method: &str, params: Option<Value>) -> Answered {
     let params = params.ok_or_else(|| RpcError::invalid_params("params are required"))?;
     if method == "CreateTaskPushNotificationConfig" {
         let config: TaskPushNotificationConfig = typed(params)?;

@@ -1,7 +1,9 @@
 //! The A2A v1.0 HTTP+JSON binding under [`PREFIX`] (`/a2a/v1`):
 //! `POST /message:send`, `POST /message:stream`, `GET /tasks`,
-//! `GET /tasks/{id}`, `POST /tasks/{id}:cancel` and `GET|POST
-//! /tasks/{id}:subscribe`. The same handlers as the JSON-RPC methods run
+//! `GET /tasks/{id}`, `POST /tasks/{id}:cancel`, `GET|POST
+//! /tasks/{id}:subscribe`, and the push configs of a task:
+//! `POST|GET /tasks/{id}/pushNotificationConfigs` (create, list) and
+//! `GET|DELETE /tasks/{id}/pushNotificationConfigs/{configId}`. The same handlers as the JSON-RPC methods run
 //! behind it ([`super::dispatch`]'s targets); only the framing differs.
 //!
 //! A `{id}:verb` segment is one path parameter to axum (a `:` is no
@@ -17,7 +19,7 @@ use asg_shared::a2a::error_codes;
 use asg_shared::a2a::v1::{StreamResponse, Task};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -41,6 +43,14 @@ pub fn routes() -> Router<AppState> {
         .route(
             &format!("{PREFIX}/tasks/{{id}}"),
             get(tasks_get).post(tasks_post),
+        )
+        .route(
+            &format!("{PREFIX}/tasks/{{id}}/pushNotificationConfigs"),
+            get(push_configs).post(push_configs),
+        )
+        .route(
+            &format!("{PREFIX}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
+            get(push_config).delete(push_config),
         )
 }
 
@@ -198,6 +208,74 @@ async fn tasks_post(
         Err(error) => problem(&error),
     };
     finish("CancelTask", response)
+}
+
+/// `POST` (create: the body is the config) and `GET` (list) of a task's
+/// push configs.
+async fn push_configs(
+    State(state): State<AppState>,
+    push: Push,
+    ctx: Ctx,
+    headers: HeaderMap,
+    method: Method,
+    Path(task): Path<String>,
+    body: Bytes,
+) -> Response {
+    let call = match rest_call(state, push, ctx, &headers) {
+        Ok(call) => call,
+        Err(refused) => return *refused,
+    };
+    let (name, params) = if method == Method::POST {
+        let params = body_params(&body).map(|mut config| {
+            config["taskId"] = Value::from(task);
+            config
+        });
+        ("CreateTaskPushNotificationConfig", params)
+    } else {
+        (
+            "ListTaskPushNotificationConfigs",
+            Ok(json!({"taskId": task})),
+        )
+    };
+    push_answer(&call, name, params).await
+}
+
+/// `GET` and `DELETE` of one push config.
+async fn push_config(
+    State(state): State<AppState>,
+    push: Push,
+    ctx: Ctx,
+    headers: HeaderMap,
+    method: Method,
+    Path((task, config)): Path<(String, String)>,
+) -> Response {
+    let call = match rest_call(state, push, ctx, &headers) {
+        Ok(call) => call,
+        Err(refused) => return *refused,
+    };
+    let name = if method == Method::DELETE {
+        "DeleteTaskPushNotificationConfig"
+    } else {
+        "GetTaskPushNotificationConfig"
+    };
+    let params = json!({"taskId": task, "id": config});
+    push_answer(&call, name, Ok(params)).await
+}
+
+async fn push_answer(call: &Call, name: &'static str, params: Result<Value, RpcError>) -> Response {
+    let result = match params {
+        Ok(params) => super::push_method(call, name, Some(params)).await,
+        Err(error) => Err(error),
+    };
+    let response = match result {
+        Ok((conversation, value)) => {
+            let mut response = ok(&value);
+            response.extensions_mut().insert(tag(&conversation));
+            response
+        }
+        Err(error) => problem(&error),
+    };
+    finish(name, response)
 }
 
 async fn subscribe(call: Call, id: &str) -> Response {

@@ -311,6 +311,13 @@ async fn the_rest_binding_answers_problem_details() {
         ),
         (
             "GET",
+            format!("/a2a/v1/tasks/{id}/pushNotificationConfigs"),
+            None,
+            400,
+            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        ),
+        (
+            "GET",
             "/a2a/v1/tasks?pageSize=500".to_string(),
             None,
             400,
