@@ -280,66 +280,26 @@ async fn the_rest_binding_answers_problem_details() {
     .await;
     let sent: Value = serde_json::from_str(&text).unwrap();
     let id = sent["task"]["id"].as_str().unwrap().to_string();
-    let problems = [
-        (
-            "GET",
-            format!("/a2a/v1/tasks/{}", Uuid::new_v4()),
-            None,
-            404,
-            "TASK_NOT_FOUND",
-        ),
-        (
-            "GET",
-            "/a2a/v1/tasks/not-a-uuid".to_string(),
-            None,
-            404,
-            "TASK_NOT_FOUND",
-        ),
-        (
-            "POST",
-            format!("/a2a/v1/tasks/{id}:cancel"),
-            None,
-            400,
-            "TASK_NOT_CANCELABLE",
-        ),
-        (
-            "POST",
-            format!("/a2a/v1/tasks/{id}:archive"),
-            None,
-            404,
-            "METHOD_NOT_FOUND",
-        ),
-        (
-            "GET",
-            format!("/a2a/v1/tasks/{id}/pushNotificationConfigs"),
-            None,
-            400,
-            "PUSH_NOTIFICATION_NOT_SUPPORTED",
-        ),
-        (
-            "GET",
-            "/a2a/v1/tasks?pageSize=500".to_string(),
-            None,
-            400,
-            "INVALID_PARAMS",
-        ),
-        (
-            "GET",
-            format!("/a2a/v1/tasks/{id}"),
-            Some("0.3"),
-            400,
-            "VERSION_NOT_SUPPORTED",
-        ),
-        (
-            "GET",
-            format!("/a2a/v1/tasks/{id}"),
-            Some("3.1"),
-            400,
-            "VERSION_NOT_SUPPORTED",
-        ),
-    ];
-    for (method, uri, version, code, reason) in problems {
-        let (status, headers, text) = http(&app, method, &uri, version, String::new()).await;
+    // method, path, A2A-Version ("-": none), status, ErrorInfo reason
+    let unknown = Uuid::new_v4();
+    let problems = format!(
+        "GET /a2a/v1/tasks/{unknown} - 404 TASK_NOT_FOUND
+         GET /a2a/v1/tasks/not-a-uuid - 404 TASK_NOT_FOUND
+         POST /a2a/v1/tasks/{id}:cancel - 400 TASK_NOT_CANCELABLE
+         POST /a2a/v1/tasks/{id}:archive - 404 METHOD_NOT_FOUND
+         GET /a2a/v1/tasks/{id}/pushNotificationConfigs - 400 PUSH_NOTIFICATION_NOT_SUPPORTED
+         GET /a2a/v1/tasks?pageSize=500 - 400 INVALID_PARAMS
+         GET /a2a/v1/tasks/{id} 0.3 400 VERSION_NOT_SUPPORTED
+         GET /a2a/v1/tasks/{id} 3.1 400 VERSION_NOT_SUPPORTED"
+    );
+    for line in problems.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [method, uri, version, code, reason] = fields[..] else {
+            panic!("bad row {line:?}");
+        };
+        let version = Some(version).filter(|v| *v != "-");
+        let code: u16 = code.parse().unwrap();
+        let (status, headers, text) = http(&app, method, uri, version, String::new()).await;
         assert_eq!(status.as_u16(), code, "{uri}: {text}");
         assert_eq!(headers["content-type"], "application/problem+json");
         let problem: Value = serde_json::from_str(&text).unwrap();
