@@ -178,13 +178,17 @@ async fn tasks_get(
     finish("GetTask", response)
 }
 
-/// `POST /tasks/{id}:cancel` and `POST /tasks/{id}:subscribe`.
+/// `POST /tasks/{id}:cancel` and `POST /tasks/{id}:subscribe`. The body
+/// (the SDKs send the request object, whose id the path already gives)
+/// is read whole even though unused: a connection whose request body is
+/// left unread is closed after the answer, and a client reusing it fails.
 async fn tasks_post(
     State(state): State<AppState>,
     push: Push,
     ctx: Ctx,
     headers: HeaderMap,
     Path(segment): Path<String>,
+    _body: Bytes,
 ) -> Response {
     let call = match rest_call(state, push, ctx, &headers) {
         Ok(call) => call,
