@@ -6,8 +6,10 @@ Usage: a2a_sdk_client.py BASE_URL
 BASE_URL is a running agent with `testdata/agent-resources.yaml` (the
 resource manager on the offline scripted model). The SDK (a2a-sdk 1.3.0,
 pinned in scripts/test.sh) resolves the card with its A2ACardResolver,
-sees protocolVersion 0.3.0 and talks to `/a2a` through its v0.3 JSON-RPC
-transport, which validates every answer against its v0.3 models.
+keeps only the card's v0.3.0 interface (the card also lists v1.0 ones,
+which tests/interop/a2a_sdk_v1_client.py drives) and talks to `/a2a`
+through its v0.3 JSON-RPC transport, which validates every answer against
+its v0.3 models.
 
 Checked: the card on both paths; message/send completed with an artifact;
 tasks/get with historyLength; a destructive request as input-required with
@@ -106,10 +108,14 @@ async def check_card(http, base):
     check(card.name == "resource-manager", f"card name {card.name!r}")
     check(card.capabilities.streaming, "card does not announce streaming")
     check(card.capabilities.push_notifications, "card does not announce push notifications")
-    interface = card.supported_interfaces[0]
+    v03 = [i for i in card.supported_interfaces if i.protocol_version == "0.3.0"]
+    check(len(v03) == 1, f"one v0.3.0 interface expected: {card.supported_interfaces}")
+    interface = v03[0]
     check(interface.url == f"{base}/a2a", f"card url {interface.url!r}")
     check(interface.protocol_binding == "JSONRPC", f"binding {interface.protocol_binding!r}")
-    check(interface.protocol_version == "0.3.0", f"version {interface.protocol_version!r}")
+    # Speak v0.3 only: the client picks the v1.0 interface when listed.
+    del card.supported_interfaces[:]
+    card.supported_interfaces.append(interface)
     skills = {skill.id: skill for skill in card.skills}
     check("resources_list" in skills, f"no resources_list skill: {sorted(skills)}")
     check("destructive" in skills["resources_add"].tags, "resources_add not tagged destructive")

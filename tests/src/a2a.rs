@@ -1,5 +1,6 @@
-//! A2A JSON-RPC on `POST /a2a` for the scenario tests: one request shape,
-//! one call helper, and the `message/send` parameters most tests send.
+//! A2A on `POST /a2a` for the scenario tests: one request shape, one
+//! call helper, the `message/send` parameters most tests send, and where
+//! the official Python client SDK is (its venv under `target/`).
 
 use asg_shared::a2a::JsonRpcResponse;
 use serde_json::{Value, json};
@@ -62,4 +63,31 @@ pub fn send_params(text: &str, task: Option<&str>) -> Value {
         message["taskId"] = json!(task);
     }
     json!({ "message": message })
+}
+
+/// Python of the venv with the 1.x client SDK (`scripts/test.sh` makes
+/// it under target/), else `python3` from `PATH`.
+pub fn client_sdk_python() -> std::path::PathBuf {
+    let venv = crate::workspace_root().join("target/a2a-sdk-v1/bin/python");
+    if venv.is_file() {
+        venv
+    } else {
+        std::path::PathBuf::from("python3")
+    }
+}
+
+/// The installed client SDK's version, or why there is none.
+pub async fn sdk_version() -> Result<String, String> {
+    let probe = "import importlib.metadata as m, a2a; print(m.version('a2a-sdk'))";
+    let output = tokio::process::Command::new(client_sdk_python())
+        .args(["-c", probe])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+    }
 }

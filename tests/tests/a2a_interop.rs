@@ -11,34 +11,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use asg_tests::a2a::{client_sdk_python, sdk_version};
 use asg_tests::{Agent, AgentOptions, testdata, workspace_root};
-
-/// Python of the venv with the 1.x client SDK (`scripts/test.sh` makes
-/// it under target/), else `python3` from `PATH`.
-fn client_sdk_python() -> std::path::PathBuf {
-    let venv = workspace_root().join("target/a2a-sdk-v1/bin/python");
-    if venv.is_file() {
-        venv
-    } else {
-        std::path::PathBuf::from("python3")
-    }
-}
-
-/// The installed SDK's version, or why there is none.
-async fn sdk_version() -> Result<String, String> {
-    let probe = "import importlib.metadata as m, a2a; print(m.version('a2a-sdk'))";
-    let output = tokio::process::Command::new(client_sdk_python())
-        .args(["-c", probe])
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .map_err(|e| format!("cannot run python3: {e}"))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
-    }
-}
 
 #[tokio::test]
 async fn the_official_python_sdk_talks_to_the_server() {

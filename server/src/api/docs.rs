@@ -42,13 +42,13 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, questi
         (name = "conversations", description = "Conversations and messages"),
         (name = "approvals", description = "The human in the loop"),
         (name = "questions", description = "Questions for a human: the model's ask_human and MCP elicitation"),
-        (name = "a2a", description = "The same agent over A2A v0.3 (JSON-RPC 2.0): other agents and A2A SDKs"),
+        (name = "a2a", description = "The same agent over A2A v0.3 and v1.0 (JSON-RPC 2.0; v1.0 also HTTP+JSON under /a2a/v1): other agents and A2A SDKs"),
     )
 )]
 pub struct ApiDoc;
 
-/// A2A v0.3 JSON-RPC 2.0 endpoint: the same conversations as the REST API
-/// (task id = conversation id).
+/// A2A JSON-RPC 2.0 endpoint (v0.3, and v1.0 by method name): the same
+/// conversations as the REST API (task id = conversation id).
 ///
 /// | Method | What it does |
 /// |---|---|
@@ -83,6 +83,14 @@ pub struct ApiDoc;
 /// | -32003 | push notifications are not supported here (`message/stream` with a push config) |
 /// | -32010 | forbidden (e.g. deciding without the approver role) |
 /// | -32005 | unsupported content type in a message part |
+/// | -32009 | the `A2A-Version` header names a version not served (only 0.3 and 1.0) |
+///
+/// The same endpoint serves A2A v1.0 by method name: `SendMessage`,
+/// `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`,
+/// `SubscribeToTask` and the `…TaskPushNotificationConfig(s)` methods,
+/// in the v1.0 wire form (`ROLE_USER`, `TASK_STATE_*`, parts without
+/// `kind`); the HTTP+JSON binding of v1.0 is under `/a2a/v1`. Every
+/// answer names the version served in its `A2A-Version` header.
 ///
 /// Like every body, the request must be sent as `Content-Type:
 /// application/json` (415 otherwise).

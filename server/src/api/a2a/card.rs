@@ -2,8 +2,12 @@
 //! `/.well-known/agent.json`): who this agent is, where its JSON-RPC
 //! endpoint is, what it supports, and one skill per tool it can use.
 //! The card says only what the server does: streaming and push
-//! notifications yes, state transition history no.
+//! notifications yes, state transition history no. One card for both
+//! protocol versions: the v0.3 fields (`url`, `protocolVersion`,
+//! `preferredTransport`) name the v0.3 endpoint, `supportedInterfaces`
+//! (v1.0) lists every interface with its binding and version.
 
+use asg_shared::a2a::v1::{self, AgentInterface};
 use asg_shared::a2a::{AgentCapabilities, AgentCard, AgentSkill, PROTOCOL_VERSION};
 use asg_shared::rest::ToolInfo;
 use axum::Json;
@@ -50,6 +54,7 @@ pub fn agent_card(info: &AgentInfo, tools: &[ToolInfo]) -> AgentCard {
         version: info.version.clone(),
         protocol_version: PROTOCOL_VERSION.to_string(),
         preferred_transport: Some("JSONRPC".into()),
+        supported_interfaces: interfaces(base),
         capabilities: AgentCapabilities {
             streaming: true,
             push_notifications: true,
@@ -63,6 +68,27 @@ pub fn agent_card(info: &AgentInfo, tools: &[ToolInfo]) -> AgentCard {
         security_schemes: security_schemes(&info.security),
         security: security(&info.security),
     }
+}
+
+/// Every interface served, preferred first: v1.0 JSON-RPC, v1.0
+/// HTTP+JSON, then v0.3 JSON-RPC (the same URL as v1.0's: the method
+/// names tell them apart; `url` above is it too, for v0.3 clients).
+fn interfaces(base: &str) -> Vec<AgentInterface> {
+    let interface = |path: &str, binding: &str, version: &str| AgentInterface {
+        url: format!("{base}{path}"),
+        protocol_binding: binding.into(),
+        protocol_version: version.into(),
+        tenant: None,
+    };
+    vec![
+        interface(RPC_PATH, v1::BINDING_JSONRPC, v1::PROTOCOL_VERSION),
+        interface(
+            super::v1::rest::PREFIX,
+            v1::BINDING_HTTP_JSON,
+            v1::PROTOCOL_VERSION,
+        ),
+        interface(RPC_PATH, v1::BINDING_JSONRPC, PROTOCOL_VERSION),
+    ]
 }
 
 /// `securitySchemes`: bearer JWTs (with the provider's discovery URL)
@@ -172,6 +198,25 @@ mod tests {
         assert_eq!(card.url, "http://agent.test:8080/a2a");
         assert_eq!(card.protocol_version, "0.3.0");
         assert_eq!(card.preferred_transport.as_deref(), Some("JSONRPC"));
+        let interfaces: Vec<(&str, &str, &str)> = card
+            .supported_interfaces
+            .iter()
+            .map(|i| {
+                (
+                    i.url.as_str(),
+                    i.protocol_binding.as_str(),
+                    i.protocol_version.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            interfaces,
+            [
+                ("http://agent.test:8080/a2a", "JSONRPC", "1.0"),
+                ("http://agent.test:8080/a2a/v1", "HTTP+JSON", "1.0"),
+                ("http://agent.test:8080/a2a", "JSONRPC", "0.3.0"),
+            ]
+        );
         assert!(card.capabilities.streaming);
         assert!(card.capabilities.push_notifications);
         let ids: Vec<&str> = card.skills.iter().map(|s| s.id.as_str()).collect();

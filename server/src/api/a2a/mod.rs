@@ -1,6 +1,10 @@
 //! The A2A server: the agent card routes and `POST /a2a`, a JSON-RPC 2.0
-//! endpoint (A2A v0.3) over the same engine as the REST API, so both
-//! views of a conversation always agree (task id = conversation id).
+//! endpoint over the same engine as the REST API, so both views of a
+//! conversation always agree (task id = conversation id). `/a2a` serves
+//! A2A v0.3 (`message/send`, …) and, by method name, v1.0 (`SendMessage`,
+//! …: [`v1`], which also holds the v1.0 HTTP+JSON binding). The
+//! `A2A-Version` request header is checked (0.3 or 1.0, else -32009) and
+//! every answer names the version it served.
 //!
 //! The body is parsed by hand so every failure gets its JSON-RPC code
 //! (HTTP status stays 200): -32700 not JSON, -32600 not a request,
@@ -39,6 +43,7 @@ pub mod card;
 mod push;
 mod rpc;
 pub mod stream;
+pub mod v1;
 
 pub(crate) use rpc::{
     Decision, RpcError, error_response, parse_envelope, parse_query, parse_send, result_response,
@@ -57,6 +62,18 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/.well-known/agent.json", get(card::agent_card_handler))
         .route(card::RPC_PATH, post(rpc))
+        .merge(v1::rest::routes())
+}
+
+/// Which wire a call answers on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// A2A v0.3 JSON-RPC.
+    V03,
+    /// A2A v1.0 JSON-RPC.
+    V1Rpc,
+    /// A2A v1.0 HTTP+JSON.
+    V1Rest,
 }
 
 /// What a JSON-RPC call needs besides its params.
@@ -70,6 +87,8 @@ pub(crate) struct Call {
     pub id: Value,
     /// Push notification configs (absent in routers built without one).
     pub push: Option<crate::notify::a2a_push::PushService>,
+    /// The wire to answer on.
+    pub wire: Wire,
 }
 
 async fn rpc(
@@ -83,17 +102,59 @@ async fn rpc(
         Ok(request) => request,
         Err((id, error)) => {
             let response = json_response(error_response(id, error), None);
-            return counted("invalid", response);
+            return counted("invalid", "0.3", response);
         }
     };
+    let v1 = v1::is_method(&method);
+    let version = if v1 { v1::PROTOCOL_VERSION } else { "0.3" };
+    if let Err(error) = v1::check_version(&headers) {
+        let response = json_response(error_response(id, error), None);
+        return v1::versioned(counted("invalid", version, response), version);
+    }
     let label = method_label(&method);
-    let response = dispatch(state, push, ctx, &headers, id, method, params).await;
-    counted(label, response)
+    // Boxed: the methods' futures are large, and a connection's task
+    // must not carry them on its stack.
+    let response = if v1 {
+        let call = call_for(state, push, ctx, &headers, id, Wire::V1Rpc);
+        Box::pin(v1::dispatch(call, &method, params)).await
+    } else {
+        Box::pin(dispatch(state, push, ctx, &headers, id, method, params)).await
+    };
+    v1::versioned(counted(label, version, response), version)
+}
+
+/// The call a request makes, on `wire`.
+pub(crate) fn call_for(
+    state: AppState,
+    push: Option<Extension<crate::notify::a2a_push::PushService>>,
+    ctx: RequestContext,
+    headers: &HeaderMap,
+    id: Value,
+    wire: Wire,
+) -> Call {
+    Call {
+        state,
+        ctx: RequestContext { via: "a2a", ..ctx },
+        has_session: session_from_headers(headers).is_some(),
+        id,
+        push: push.map(|Extension(push)| push),
+        wire,
+    }
 }
 
 /// The methods this server answers; anything else counts as `unknown`
 /// (a caller chooses the method name: it never becomes a label).
-const METHODS: [&str; 9] = [
+const METHODS: [&str; 19] = [
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
     "message/send",
     "message/stream",
     "tasks/resubscribe",
@@ -115,18 +176,18 @@ fn method_label(method: &str) -> &'static str {
 
 /// Whether a JSON-RPC answer was an error (streams carry none).
 #[derive(Clone, Copy)]
-struct RpcOutcome {
-    error: bool,
+pub(crate) struct RpcOutcome {
+    pub error: bool,
 }
 
 /// Counts the request in the metrics by method and result.
-fn counted(method: &'static str, response: Response) -> Response {
+pub(crate) fn counted(method: &'static str, version: &'static str, response: Response) -> Response {
     let result = match response.extensions().get::<RpcOutcome>() {
         Some(RpcOutcome { error: true }) => "error",
         Some(RpcOutcome { error: false }) => "ok",
         None => "stream",
     };
-    crate::metrics::metrics().a2a_request(method, "0.3", result);
+    crate::metrics::metrics().a2a_request(method, version, result);
     response
 }
 
@@ -139,14 +200,7 @@ async fn dispatch(
     method: String,
     params: Option<Value>,
 ) -> Response {
-    let ctx = RequestContext { via: "a2a", ..ctx };
-    let call = Call {
-        state,
-        ctx,
-        has_session: session_from_headers(headers).is_some(),
-        id: id.clone(),
-        push: push.map(|Extension(push)| push),
-    };
+    let call = call_for(state, push, ctx, headers, id.clone(), Wire::V03);
     let result = match method.as_str() {
         "message/send" => message_send(&call, params).await,
         "message/stream" => return stream::message_stream(call, params).await,
@@ -183,7 +237,7 @@ async fn dispatch(
     }
 }
 
-type Answer = Result<(Arc<Conversation>, Task), RpcError>;
+pub(crate) type Answer = Result<(Arc<Conversation>, Task), RpcError>;
 
 /// What a `message/send` asks for.
 pub(crate) enum Action {
@@ -538,7 +592,7 @@ pub(crate) fn answer_task(
     task
 }
 
-async fn message_send(call: &Call, params: Option<Value>) -> Answer {
+pub(crate) async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     let request = parse_send(params)?;
     let mut call = call.clone();
     let (action, context) = prepare(&mut call, &request.message).await?;
@@ -571,7 +625,7 @@ async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     Ok((conversation, task))
 }
 
-async fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
+pub(crate) async fn tasks_get(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
     let conversation = stored_task(call, id).await?;
     let mut task = mapping::to_task(
@@ -610,7 +664,7 @@ pub(crate) fn mark_running(task: &mut asg_shared::a2a::Task, running: bool) {
     }
 }
 
-async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
+pub(crate) async fn tasks_cancel(call: &Call, params: Option<Value>) -> Answer {
     let (id, history_length) = parse_query(params)?;
     let conversation = stored_task(call, id).await?;
     // Who may cancel is the engine's (the core's) decision.
@@ -655,7 +709,7 @@ pub(crate) fn tag(conversation: &Conversation) -> ConversationTag {
     }
 }
 
-fn json_response(body: JsonRpcResponse, tag: Option<ConversationTag>) -> Response {
+pub(crate) fn json_response(body: JsonRpcResponse, tag: Option<ConversationTag>) -> Response {
     let outcome = RpcOutcome {
         error: body.error.is_some(),
     };

@@ -9,12 +9,19 @@
 //! and runs the turn in its own task, so a client that goes away never
 //! interrupts it. Errors found after the method is known are sent as one
 //! SSE event carrying the JSON-RPC error, as SSE clients expect.
+//!
+//! The same streams serve A2A v1.0 (`SendStreamingMessage`,
+//! `SubscribeToTask`, and the HTTP+JSON `message:stream` and
+//! `:subscribe`): each event is then written as a v1.0 `StreamResponse`
+//! (inside a JSON-RPC response, or bare on HTTP+JSON, whose errors are
+//! problem details), chosen by the call's [`Wire`].
 
 use std::convert::Infallible;
 use std::time::Duration;
 
 use asg_shared::Conversation;
-use asg_shared::a2a::{JsonRpcResponse, SendResult, TaskState, TaskStatus, error_codes};
+use asg_shared::a2a::v1::StreamResponse;
+use asg_shared::a2a::{SendResult, TaskState, TaskStatus, error_codes};
 use asg_shared::events::ConversationEvent;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -26,8 +33,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{
-    Action, Call, RpcError, answer_task, error_response, execute, parse_query, parse_send, prepare,
-    result_response, settled, tag,
+    Action, Call, RpcError, Wire, answer_task, error_response, execute, parse_query, parse_send,
+    prepare, result_response, settled, tag,
 };
 use crate::a2a::mapping::{self, TaskRef};
 use crate::api::logging::ConversationTag;
@@ -38,10 +45,10 @@ const BUFFER: usize = 64;
 
 /// `message/stream`: like `message/send`, as a stream of events.
 pub(crate) async fn message_stream(call: Call, params: Option<Value>) -> Response {
-    let id = call.id.clone();
+    let (id, wire) = (call.id.clone(), call.wire);
     match start_turn(call, params).await {
         Ok(response) => response,
-        Err(error) => sse_error(id, error),
+        Err(error) => sse_error(id, wire, error),
     }
 }
 
@@ -64,7 +71,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
         let at = task_ref(&conversation, &context);
         let last = mapping::status_update(&at, task.status.clone(), true);
         let events = vec![SendResult::Task(task), SendResult::Status(last)];
-        return Ok(sse_now(&call.id, events, Some(tag(&conversation))));
+        return Ok(sse_now(&call, events, Some(tag(&conversation))));
     }
     let (action, conversation) = match action.task() {
         None => {
@@ -97,7 +104,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
     let ctx = call.ctx.clone();
     let runner = engine.clone();
     let turn = tokio::spawn(async move { execute(&runner, &ctx, action).await });
-    let (sink, response) = channel(call.id.clone(), Some(tag(&conversation)));
+    let (sink, response) = channel(&call, Some(tag(&conversation)));
     tokio::spawn(async move {
         if !sink.send(SendResult::Task(first)).await {
             return;
@@ -145,9 +152,9 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
         if !running || task.status.state != TaskState::Working {
             let last = mapping::status_update(&at, task.status.clone(), true);
             let events = vec![SendResult::Task(task), SendResult::Status(last)];
-            return Ok(sse_now(&rpc_id, events, Some(tag(&conversation))));
+            return Ok(sse_now(&call, events, Some(tag(&conversation))));
         }
-        let (sink, response) = channel(rpc_id.clone(), Some(tag(&conversation)));
+        let (sink, response) = channel(&call, Some(tag(&conversation)));
         tokio::spawn(async move {
             if !sink.send(SendResult::Task(task)).await
                 || !relay_until_finished(&sink, &at, events).await
@@ -162,7 +169,7 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
         Ok(response)
     }
     .await;
-    started.unwrap_or_else(|error| sse_error(rpc_id, error))
+    started.unwrap_or_else(|error| sse_error(rpc_id, call.wire, error))
 }
 
 /// Relays `working` updates until our turn ends; `None` when the client
@@ -282,13 +289,14 @@ fn now(state: TaskState) -> TaskStatus {
 /// Where a forwarder writes; `send` is false once the client is gone.
 struct Sink {
     id: Value,
+    wire: Wire,
     tx: mpsc::Sender<Event>,
 }
 
 impl Sink {
     async fn send(&self, result: SendResult) -> bool {
         self.tx
-            .send(event(&result_response(self.id.clone(), &result)))
+            .send(result_event(&self.id, self.wire, &result))
             .await
             .is_ok()
     }
@@ -296,36 +304,64 @@ impl Sink {
     async fn error(&self, error: RpcError) {
         let _ = self
             .tx
-            .send(event(&error_response(self.id.clone(), error)))
+            .send(error_event(self.id.clone(), self.wire, error))
             .await;
     }
 }
 
-fn event(response: &JsonRpcResponse) -> Event {
-    let data = serde_json::to_string(response).unwrap_or_else(|e| {
+/// One result as an event of `wire`.
+fn result_event(id: &Value, wire: Wire, result: &SendResult) -> Event {
+    let v1 = || StreamResponse::from(result);
+    match wire {
+        Wire::V03 => event(&result_response(id.clone(), result)),
+        Wire::V1Rpc => event(&result_response(id.clone(), &v1())),
+        Wire::V1Rest => event(&v1()),
+    }
+}
+
+/// An error as an event of `wire`.
+fn error_event(id: Value, wire: Wire, error: RpcError) -> Event {
+    match wire {
+        Wire::V03 | Wire::V1Rpc => event(&error_response(id, error)),
+        Wire::V1Rest => event(&super::v1::rest::problem_body(&error)),
+    }
+}
+
+fn event(body: &impl serde::Serialize) -> Event {
+    let data = serde_json::to_string(body).unwrap_or_else(|e| {
         format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32603,"message":"internal error: {e}"}}}}"#)
     });
     Event::default().data(data)
 }
 
-fn channel(id: Value, tag: Option<ConversationTag>) -> (Sink, Response) {
+fn channel(call: &Call, tag: Option<ConversationTag>) -> (Sink, Response) {
     let (tx, rx) = mpsc::channel(BUFFER);
     let events = stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
     });
-    (Sink { id, tx }, sse(events, tag))
+    let sink = Sink {
+        id: call.id.clone(),
+        wire: call.wire,
+        tx,
+    };
+    (sink, sse(events, tag))
 }
 
-fn sse_now(id: &Value, results: Vec<SendResult>, tag: Option<ConversationTag>) -> Response {
+fn sse_now(call: &Call, results: Vec<SendResult>, tag: Option<ConversationTag>) -> Response {
     let events: Vec<Result<Event, Infallible>> = results
         .iter()
-        .map(|r| Ok(event(&result_response(id.clone(), r))))
+        .map(|r| Ok(result_event(&call.id, call.wire, r)))
         .collect();
     sse(stream::iter(events), tag)
 }
 
-fn sse_error(id: Value, error: RpcError) -> Response {
-    let events = vec![Ok::<_, Infallible>(event(&error_response(id, error)))];
+/// A stream of one event: the error (on HTTP+JSON, before any event,
+/// the problem-details response with its HTTP status instead).
+pub(crate) fn sse_error(id: Value, wire: Wire, error: RpcError) -> Response {
+    if wire == Wire::V1Rest {
+        return super::v1::rest::problem(&error);
+    }
+    let events = vec![Ok::<_, Infallible>(error_event(id, wire, error))];
     sse(stream::iter(events), None)
 }
 

@@ -29,13 +29,13 @@ rules:
   - reply: "echo: {user}"
 "#;
 
-async fn app(dir: &std::path::Path) -> Router {
+pub(super) async fn app(dir: &std::path::Path) -> Router {
     crate::test_support::scripted_app(dir, RULES).await
 }
 
 /// Stores a conversation stopped before `resources_add` (start the app
 /// after this); returns (conversation id, approval uuid).
-fn waiting(dir: &Path) -> (Uuid, Uuid) {
+pub(super) fn waiting(dir: &Path) -> (Uuid, Uuid) {
     let (id, uuid, now) = (Uuid::new_v4(), Uuid::new_v4(), Utc::now());
     let message = |role, content: &str| Message {
         node: Some("root".into()),

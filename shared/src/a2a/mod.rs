@@ -2,10 +2,12 @@
 //! messages, parts, artifacts, streaming events and JSON-RPC envelopes.
 //! Every object carries its `kind`, as v0.3 requires. Optional fields are
 //! tolerated when absent so cards and tasks of other implementations
-//! parse. A v1.0 binding can be added beside this module later.
+//! parse. The v1.0 wire types live beside them in [`v1`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub mod v1;
 
 /// Protocol version this crate speaks.
 pub const PROTOCOL_VERSION: &str = "0.3.0";
@@ -29,6 +31,10 @@ pub struct AgentCard {
     /// Transport of `url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preferred_transport: Option<String>,
+    /// Every interface the agent serves, each with its binding and
+    /// protocol version (the v1.0 field; v0.3 clients read `url`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supported_interfaces: Vec<v1::AgentInterface>,
     /// Optional features.
     #[serde(default)]
     pub capabilities: AgentCapabilities,
@@ -601,6 +607,9 @@ pub mod error_codes {
     /// The caller may not do this (this project's server error code, in
     /// the range JSON-RPC reserves for implementations).
     pub const FORBIDDEN: i64 = -32010;
+    /// The `A2A-Version` the request asks for is not served (v1.0
+    /// `VersionNotSupportedError`).
+    pub const VERSION_NOT_SUPPORTED: i64 = -32009;
 }
 
 /// Keys of the data part that carries an approval request in an

@@ -1,0 +1,357 @@
+//! Router tests of the A2A v1.0 bindings with `oneshot` and the offline
+//! scripted model: the v1.0 wire (parts without `kind`, `TASK_STATE_*`,
+//! `StreamResponse`), the `A2A-Version` header, `ListTasks` pages, an
+//! approval continuation on a stored waiting conversation, and the
+//! HTTP+JSON routes with their problem details.
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use uuid::Uuid;
+
+use super::super::tests::{app, waiting};
+
+/// Sends a request; answers (status, headers, body text).
+async fn http(
+    app: &Router,
+    method: &str,
+    uri: &str,
+    version: Option<&str>,
+    body: String,
+) -> (StatusCode, HeaderMap, String) {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json");
+    if let Some(version) = version {
+        request = request.header("A2A-Version", version);
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::from(body)).unwrap())
+        .await
+        .unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A JSON-RPC call to `/a2a` with `A2A-Version: 1.0`.
+async fn rpc(app: &Router, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+    let (status, headers, text) = http(app, "POST", "/a2a", Some("1.0"), body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(headers["a2a-version"], "1.0");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn message(parts: Value, task: Option<&str>) -> Value {
+    let mut message =
+        json!({"messageId": Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": parts});
+    if let Some(task) = task {
+        message["taskId"] = json!(task);
+    }
+    json!({"message": message})
+}
+
+/// Fails when a v0.3 discriminator leaked into a v1.0 answer.
+fn assert_no_kind(value: &Value) {
+    match value {
+        Value::Object(map) => {
+            assert!(!map.contains_key("kind"), "kind in {value}");
+            assert!(!map.contains_key("final"), "final in {value}");
+            map.values().for_each(assert_no_kind);
+        }
+        Value::Array(items) => items.iter().for_each(assert_no_kind),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn send_get_and_list_answer_in_the_v1_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let sent = rpc(
+        &app,
+        "SendMessage",
+        message(json!([{"text": "hello"}]), None),
+    )
+    .await;
+    let task = &sent["result"]["task"];
+    assert_no_kind(&sent);
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0],
+        json!({"text": "echo: hello"})
+    );
+    assert_eq!(task["history"][0]["role"], "ROLE_USER");
+    let id = task["id"].as_str().unwrap();
+    let got = rpc(&app, "GetTask", json!({"id": id, "historyLength": 1})).await;
+    assert_eq!(got["result"]["id"], id);
+    assert_eq!(got["result"]["history"].as_array().unwrap().len(), 1);
+    rpc(
+        &app,
+        "SendMessage",
+        message(json!([{"text": "again"}]), None),
+    )
+    .await;
+    let first = rpc(&app, "ListTasks", json!({"pageSize": 1})).await;
+    assert_no_kind(&first);
+    let page = &first["result"];
+    assert_eq!(page["tasks"].as_array().unwrap().len(), 1, "{first}");
+    assert_eq!(page["totalSize"], 2);
+    assert!(
+        page["tasks"][0].get("artifacts").is_none(),
+        "artifacts only when asked"
+    );
+    let token = page["nextPageToken"].as_str().unwrap();
+    assert!(!token.is_empty());
+    let second = rpc(
+        &app,
+        "ListTasks",
+        json!({"pageSize": 1, "pageToken": token}),
+    )
+    .await;
+    assert_eq!(second["result"]["tasks"][0]["id"], id, "{second}");
+    assert_eq!(second["result"]["nextPageToken"], "");
+    let bad = rpc(&app, "ListTasks", json!({"pageSize": 0})).await;
+    assert_eq!(bad["error"]["code"], -32602);
+    let bad = rpc(&app, "ListTasks", json!({"pageToken": "nope"})).await;
+    assert_eq!(bad["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn an_approval_is_input_required_and_a_data_part_decides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, uuid) = waiting(dir.path());
+    let app = app(dir.path()).await;
+    let id = id.to_string();
+    let got = rpc(&app, "GetTask", json!({"id": id})).await;
+    let status = &got["result"]["status"];
+    assert_eq!(status["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(status["message"]["role"], "ROLE_AGENT");
+    let data = &status["message"]["parts"][1];
+    assert_eq!(data["mediaType"], "application/json");
+    assert_eq!(data["data"]["approval_uuid"], uuid.to_string());
+    assert_eq!(data["data"]["tool_name"], "resources_add");
+    let parts = json!([{"data": {"approved": false, "approval_uuid": uuid.to_string()}}]);
+    let decided = rpc(&app, "SendMessage", message(parts, Some(&id))).await;
+    let task = &decided["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{decided}");
+    let again = json!([{"data": {"approved": true, "approval_uuid": uuid.to_string()}}]);
+    let late = rpc(&app, "SendMessage", message(again, Some(&id))).await;
+    assert_eq!(late["error"]["code"], -32602, "{late}");
+    let scalar = rpc(
+        &app,
+        "SendMessage",
+        message(json!([{"data": 1}]), Some(&id)),
+    )
+    .await;
+    assert_eq!(scalar["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn the_version_header_is_checked_and_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let v1 = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": Uuid::new_v4().to_string()}});
+    for refused in ["2.0", "0.2", "x"] {
+        let (_, headers, text) = http(&app, "POST", "/a2a", Some(refused), v1.to_string()).await;
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["error"]["code"], -32009, "{refused}: {answer}");
+        assert_eq!(headers["a2a-version"], "1.0");
+    }
+    let (_, headers, text) = http(&app, "POST", "/a2a", None, v1.to_string()).await;
+    assert!(text.contains("-32001"), "{text}");
+    assert_eq!(headers["a2a-version"], "1.0");
+    let v03 = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message":
+        {"kind": "message", "role": "user", "messageId": "m1", "parts": [{"kind": "text", "text": "hi"}]}}});
+    for version in [Some("0.3"), None] {
+        let (_, headers, text) = http(&app, "POST", "/a2a", version, v03.to_string()).await;
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["result"]["kind"], "task", "{answer}");
+        assert_eq!(answer["result"]["status"]["state"], "completed");
+        assert_eq!(headers["a2a-version"], "0.3");
+    }
+}
+
+/// The `data:` payloads of an SSE body.
+fn events(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| serde_json::from_str(data.trim()).unwrap())
+        .collect()
+}
+
+/// The one field a `StreamResponse` sets, and its state if it has one.
+fn shape(event: &Value) -> String {
+    let object = event.as_object().unwrap();
+    assert_eq!(object.len(), 1, "one of: {event}");
+    let (key, value) = object.iter().next().unwrap();
+    match value["status"]["state"].as_str() {
+        Some(state) => format!("{key}:{state}"),
+        None => key.clone(),
+    }
+}
+
+#[tokio::test]
+async fn streams_carry_stream_responses() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let params = message(json!([{"text": "hi"}]), None);
+    let body =
+        json!({"jsonrpc": "2.0", "id": "s", "method": "SendStreamingMessage", "params": params});
+    let (_, _, text) = http(&app, "POST", "/a2a", Some("1.0"), body.to_string()).await;
+    let rpc_events = events(&text);
+    assert_no_kind(&json!(rpc_events));
+    let shapes: Vec<String> = rpc_events.iter().map(|e| shape(&e["result"])).collect();
+    assert_eq!(
+        shapes.first().map(String::as_str),
+        Some("task:TASK_STATE_SUBMITTED")
+    );
+    assert_eq!(
+        shapes.last().map(String::as_str),
+        Some("statusUpdate:TASK_STATE_COMPLETED")
+    );
+    assert!(shapes.contains(&"artifactUpdate".to_string()), "{shapes:?}");
+    let (status, _, text) = http(
+        &app,
+        "POST",
+        "/a2a/v1/message:stream",
+        None,
+        params.to_string(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let rest_events = events(&text);
+    assert_eq!(shapes, rest_events.iter().map(shape).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn the_rest_binding_serves_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let params = message(json!([{"text": "hello"}]), None);
+    let (status, headers, text) = http(
+        &app,
+        "POST",
+        "/a2a/v1/message:send",
+        Some("1.0"),
+        params.to_string(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(headers["a2a-version"], "1.0");
+    let sent: Value = serde_json::from_str(&text).unwrap();
+    let id = sent["task"]["id"].as_str().unwrap().to_string();
+    let (status, _, text) = http(
+        &app,
+        "GET",
+        &format!("/a2a/v1/tasks/{id}?historyLength=1"),
+        None,
+        String::new(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let got: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(got["history"].as_array().unwrap().len(), 1);
+    let (_, _, text) = http(&app, "GET", "/a2a/v1/tasks?pageSize=5", None, String::new()).await;
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listed["tasks"][0]["id"], id.as_str(), "{listed}");
+}
+
+#[tokio::test]
+async fn the_rest_binding_answers_problem_details() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let params = message(json!([{"text": "hello"}]), None);
+    let (_, _, text) = http(
+        &app,
+        "POST",
+        "/a2a/v1/message:send",
+        None,
+        params.to_string(),
+    )
+    .await;
+    let sent: Value = serde_json::from_str(&text).unwrap();
+    let id = sent["task"]["id"].as_str().unwrap().to_string();
+    // method, path, A2A-Version ("-": none), status, ErrorInfo reason
+    let unknown = Uuid::new_v4();
+    let problems = format!(
+        "GET /a2a/v1/tasks/{unknown} - 404 TASK_NOT_FOUND
+         GET /a2a/v1/tasks/not-a-uuid - 404 TASK_NOT_FOUND
+         POST /a2a/v1/tasks/{id}:cancel - 400 TASK_NOT_CANCELABLE
+         POST /a2a/v1/tasks/{id}:archive - 404 METHOD_NOT_FOUND
+         GET /a2a/v1/tasks/{id}/pushNotificationConfigs - 400 PUSH_NOTIFICATION_NOT_SUPPORTED
+         GET /a2a/v1/tasks?pageSize=500 - 400 INVALID_PARAMS
+         GET /a2a/v1/tasks/{id} 0.3 400 VERSION_NOT_SUPPORTED
+         GET /a2a/v1/tasks/{id} 3.1 400 VERSION_NOT_SUPPORTED"
+    );
+    for line in problems.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [method, uri, version, code, reason] = fields[..] else {
+            panic!("bad row {line:?}");
+        };
+        let version = Some(version).filter(|v| *v != "-");
+        let code: u16 = code.parse().unwrap();
+        let (status, headers, text) = http(&app, method, uri, version, String::new()).await;
+        assert_eq!(status.as_u16(), code, "{uri}: {text}");
+        assert_eq!(headers["content-type"], "application/problem+json");
+        let problem: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(problem["status"], code);
+        assert!(problem["title"].is_string() && problem["detail"].is_string());
+        assert_eq!(problem["error"]["details"][0]["reason"], reason, "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn list_tasks_filters_by_state_and_context_and_adds_artifacts_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (waiting_id, _) = waiting(dir.path());
+    let app = app(dir.path()).await;
+    let mut hello = message(json!([{"text": "hello"}]), None);
+    hello["message"]["contextId"] = json!("ctx-1");
+    let sent = rpc(&app, "SendMessage", hello).await;
+    let done = sent["result"]["task"]["id"].clone();
+    let ids = |answer: &Value| -> Vec<Value> {
+        let tasks = answer["result"]["tasks"].as_array().cloned();
+        tasks
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t["id"].clone())
+            .collect()
+    };
+    let waiting = rpc(
+        &app,
+        "ListTasks",
+        json!({"status": "TASK_STATE_INPUT_REQUIRED"}),
+    )
+    .await;
+    assert_eq!(ids(&waiting), [json!(waiting_id.to_string())], "{waiting}");
+    let completed = rpc(&app, "ListTasks", json!({"status": "TASK_STATE_COMPLETED"})).await;
+    assert_eq!(ids(&completed), vec![done.clone()]);
+    let context = rpc(&app, "ListTasks", json!({"contextId": "ctx-1"})).await;
+    assert_eq!(ids(&context), vec![done.clone()]);
+    let full = rpc(
+        &app,
+        "ListTasks",
+        json!({"contextId": "ctx-1", "includeArtifacts": true}),
+    )
+    .await;
+    let artifact = &full["result"]["tasks"][0]["artifacts"][0]["parts"][0];
+    assert_eq!(artifact, &json!({"text": "echo: hello"}), "{full}");
+    let all = rpc(
+        &app,
+        "ListTasks",
+        json!({"status": "TASK_STATE_UNSPECIFIED"}),
+    )
+    .await;
+    assert_eq!(ids(&all).len(), 2);
+    let bad = rpc(&app, "ListTasks", json!({"status": "DONE"})).await;
+    assert_eq!(bad["error"]["code"], -32602);
+}
