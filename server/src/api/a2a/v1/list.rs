@@ -2,13 +2,17 @@
 //! first, by the same rule and the same store query as REST
 //! `GET /conversations` (`ReadScope` of the caller: its own tasks, all of
 //! them for an admin). The page token is the REST cursor. The `status`
-//! and `contextId` filters apply to the page as listed, so a filtered
-//! page may hold fewer than `pageSize` tasks while `nextPageToken` still
-//! leads on; `totalSize` counts every task the caller may read.
+//! and `contextId` filters are applied while reading store pages until
+//! the page holds `pageSize` tasks (at most [`MAX_SCANNED_PAGES`] store
+//! pages per call; past them the page is short and the token goes on);
+//! `totalSize` counts every task the caller may read, before filters.
 
 use crate::auth::policy::ReadScope;
+use asg_shared::Conversation;
 use asg_shared::a2a::v1::{ListTasksRequest, ListTasksResponse, Task, TaskState};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
+use uuid::Uuid;
 
 use super::super::{Call, RpcError, engine_error, typed};
 use crate::a2a::mapping;
@@ -29,39 +33,84 @@ pub(crate) async fn list_tasks(
     let request: ListTasksRequest =
         typed(params.unwrap_or_else(|| Value::Object(Default::default())))?;
     let (page_size, history_length, after) = page_request(&request)?;
-    let listed = call
-        .state
-        .engine
-        .list_for(ListQuery {
-            scope: ReadScope::of(&call.ctx.caller()),
-            status: None,
-            after: after.map(|key| (key.at, key.id)),
-            limit: usize::try_from(page_size).unwrap_or(50),
-        })
-        .await
-        .map_err(|e| engine_error(&e))?;
-    let tasks = listed
-        .conversations
-        .iter()
-        .map(|c| mapping::to_task(c, &mapping::context_of(c), history_length))
-        .map(|task| Task::from(&task))
-        .filter(|task| wanted(&request, task))
-        .map(|mut task| {
-            if request.include_artifacts != Some(true) {
-                task.artifacts.clear();
-            }
-            task
-        })
-        .collect();
+    let size = usize::try_from(page_size).unwrap_or(50);
+    let mut found = Found::default();
+    let mut cursor = after.map(|key| (key.at, key.id));
+    for _ in 0..MAX_SCANNED_PAGES {
+        let listed = call
+            .state
+            .engine
+            .list_for(ListQuery {
+                scope: ReadScope::of(&call.ctx.caller()),
+                status: None,
+                after: cursor,
+                limit: size,
+            })
+            .await
+            .map_err(|e| engine_error(&e))?;
+        found.total.get_or_insert(listed.summary.total);
+        let more = listed.next;
+        cursor = found.take(&request, &listed.conversations, history_length, size, more);
+        if found.tasks.len() == size || cursor.is_none() {
+            break;
+        }
+    }
     Ok(ListTasksResponse {
-        tasks,
-        next_page_token: listed
-            .next
+        tasks: found.tasks,
+        next_page_token: cursor
             .map(|(at, id)| page::encode(Key { at, id }))
             .unwrap_or_default(),
         page_size,
-        total_size: i64::try_from(listed.summary.total).unwrap_or(i64::MAX),
+        total_size: i64::try_from(found.total.unwrap_or(0)).unwrap_or(i64::MAX),
     })
+}
+
+/// Store pages one `ListTasks` call reads at most while its filters skip
+/// tasks: past them the page comes back short, with a token that goes on
+/// from the last task read (the work per call stays bounded).
+const MAX_SCANNED_PAGES: usize = 10;
+
+/// The tasks a `ListTasks` call has kept so far.
+#[derive(Default)]
+struct Found {
+    tasks: Vec<Task>,
+    /// What the caller may read, before filters (the first page's count).
+    total: Option<usize>,
+}
+
+impl Found {
+    /// Keeps the conversations of one store page that pass the filters,
+    /// up to `size` tasks; answers where the next read starts: after the
+    /// last one kept when the page filled up inside this store page, else
+    /// the store page's own `more`.
+    fn take(
+        &mut self,
+        request: &ListTasksRequest,
+        conversations: &[Conversation],
+        history_length: Option<usize>,
+        size: usize,
+        more: Option<(DateTime<Utc>, Uuid)>,
+    ) -> Option<(DateTime<Utc>, Uuid)> {
+        for (i, conversation) in conversations.iter().enumerate() {
+            let task = mapping::to_task(
+                conversation,
+                &mapping::context_of(conversation),
+                history_length,
+            );
+            let mut task = Task::from(&task);
+            if !wanted(request, &task) {
+                continue;
+            }
+            if request.include_artifacts != Some(true) {
+                task.artifacts.clear();
+            }
+            self.tasks.push(task);
+            if self.tasks.len() == size && i + 1 < conversations.len() {
+                return Some((conversation.created_at, conversation.id));
+            }
+        }
+        more
+    }
 }
 
 /// The page size, history length and cursor key a request asks for.

@@ -355,3 +355,40 @@ async fn list_tasks_filters_by_state_and_context_and_adds_artifacts_when_asked()
     let bad = rpc(&app, "ListTasks", json!({"status": "DONE"})).await;
     assert_eq!(bad["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn a_filtered_list_reads_on_until_its_page_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let (waiting_id, _) = waiting(dir.path());
+    let app = app(dir.path()).await;
+    let mut done = Vec::new();
+    for text in ["one", "two"] {
+        let sent = rpc(
+            &app,
+            "SendMessage",
+            message(json!([{ "text": text }]), None),
+        )
+        .await;
+        done.push(sent["result"]["task"]["id"].clone());
+    }
+    let list = |params: Value| rpc(&app, "ListTasks", params);
+    // The waiting task is the oldest: two newer, completed ones come first
+    // in the store, and a page of one must still find it.
+    let waiting = list(json!({"status": "TASK_STATE_INPUT_REQUIRED", "pageSize": 1})).await;
+    let tasks = &waiting["result"]["tasks"];
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{waiting}");
+    assert_eq!(tasks[0]["id"], json!(waiting_id.to_string()));
+    // Completed tasks one per page, newest first, then no more.
+    let first = list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1})).await;
+    assert_eq!(first["result"]["tasks"][0]["id"], done[1], "{first}");
+    let token = first["result"]["nextPageToken"].clone();
+    assert_ne!(token, json!(""), "{first}");
+    let second =
+        list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1, "pageToken": token})).await;
+    assert_eq!(second["result"]["tasks"][0]["id"], done[0], "{second}");
+    let token = second["result"]["nextPageToken"].clone();
+    let rest =
+        list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1, "pageToken": token})).await;
+    assert_eq!(rest["result"]["tasks"], json!([]), "{rest}");
+    assert_eq!(rest["result"]["nextPageToken"], json!(""), "{rest}");
+}
