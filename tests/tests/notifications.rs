@@ -698,3 +698,42 @@ async fn a_replicas_own_push_file_is_imported_into_the_database_at_start() {
         Some("tok-old")
     );
 }
+
+#[tokio::test]
+async fn a_config_created_over_v1_gets_v1_stream_responses() {
+    let fake = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
+    let (_dir, agent) = push_agent(
+        "a2a_push: { allow_private_networks: true }",
+        AgentOptions::default(),
+    )
+    .await;
+    let sent = rpc(&agent, "message/send", send_params(ADD, None)).await;
+    let task = sent["result"]["id"].as_str().expect("a task").to_string();
+    let url = format!("{}/v1", fake.url);
+    let created = rpc(
+        &agent,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": url, "token": "tok-v1"}),
+    )
+    .await;
+    assert_eq!(created["result"]["url"], url, "{created}");
+    assert!(created["result"].get("asgNotifyAs").is_none(), "{created}");
+    let first = requests_to(&fake, "/v1", 1, Duration::from_secs(10)).await;
+    let streamed = body(&first[0]);
+    assert_eq!(streamed["task"]["id"], task, "{streamed}");
+    assert_eq!(
+        streamed["task"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    assert!(streamed.get("kind").is_none(), "{streamed}");
+    assert_eq!(
+        header(&first[0], "x-a2a-notification-token"),
+        Some("tok-v1")
+    );
+    rpc(&agent, "message/send", send_params("approved", Some(&task))).await;
+    let both = requests_to(&fake, "/v1", 2, Duration::from_secs(10)).await;
+    assert_eq!(
+        body(&both[1])["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+}

@@ -462,7 +462,21 @@ pub struct PushNotificationConfig {
     /// How the server authenticates to the callback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<PushNotificationAuthenticationInfo>,
+    /// The A2A version whose form the notifications take: `1.0` (a v1.0
+    /// `StreamResponse`) for a config created over v1.0, absent for the
+    /// v0.3 task. Set by the server from the binding the config came in
+    /// over (whatever the request said); kept with the config, never
+    /// shown to clients.
+    #[serde(
+        default,
+        rename = "asgNotifyAs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub notify_as: Option<String>,
 }
+
+/// [`PushNotificationConfig::notify_as`] of a config created over v1.0.
+pub const NOTIFY_AS_V1: &str = "1.0";
 
 impl std::fmt::Debug for PushNotificationConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -471,6 +485,7 @@ impl std::fmt::Debug for PushNotificationConfig {
             .field("url", &self.url)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("authentication", &self.authentication)
+            .field("notify_as", &self.notify_as)
             .finish()
     }
 }

@@ -583,6 +583,7 @@ impl TaskPushNotificationConfig {
                         credentials: a.credentials.clone(),
                     }
                 }),
+                notify_as: None,
             },
         }
     }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use asg_shared::Conversation;
 use asg_shared::a2a::{
-    PushNotificationConfig, TaskPushConfigParams, TaskPushNotificationConfig, error_codes,
+    NOTIFY_AS_V1, PushNotificationConfig, TaskPushConfigParams, TaskPushNotificationConfig,
+    error_codes,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -84,9 +85,14 @@ async fn set(call: &Call, service: &PushService, params: Value) -> PushAnswer {
             )));
         }
     }
-    let params: TaskPushNotificationConfig = typed(params)?;
+    let mut params: TaskPushNotificationConfig = typed(params)?;
     let (id, conversation) = owned_task(call, &params.task_id).await?;
     let context = crate::a2a::mapping::context_of(&conversation);
+    // The form of the notifications follows the binding, never the body.
+    params.push_notification_config.notify_as = match call.wire {
+        super::Wire::V03 => None,
+        super::Wire::V1Rpc | super::Wire::V1Rest => Some(NOTIFY_AS_V1.to_string()),
+    };
     let stored = service
         .set(id, &context, params.push_notification_config)
         .await

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use asg_shared::Conversation;
-use asg_shared::a2a::{PushNotificationConfig, Task, TaskState};
+use asg_shared::a2a::{NOTIFY_AS_V1, PushNotificationConfig, Task, TaskState, v1};
 use tokio::sync::mpsc::UnboundedReceiver;
 use uuid::Uuid;
 
@@ -106,6 +106,7 @@ pub fn public(config: &PushNotificationConfig) -> PushNotificationConfig {
     if let Some(auth) = &mut config.authentication {
         auth.credentials = None;
     }
+    config.notify_as = None;
     config
 }
 
@@ -142,6 +143,17 @@ pub fn check_fields(config: &PushNotificationConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// What a callback is sent: the v0.3 task, or for a config created over
+/// v1.0 a v1.0 `StreamResponse` holding the task in the v1.0 form.
+fn notification_body(config: &PushNotificationConfig, task: &Task) -> Vec<u8> {
+    let body = if config.notify_as.as_deref() == Some(NOTIFY_AS_V1) {
+        serde_json::to_vec(&v1::StreamResponse::Task(task.into()))
+    } else {
+        serde_json::to_vec(task)
+    };
+    body.unwrap_or_default()
+}
+
 /// The POST of `task` to `config`'s callback.
 pub fn outgoing(
     config: &PushNotificationConfig,
@@ -164,7 +176,7 @@ pub fn outgoing(
     Outgoing {
         url: config.url.clone(),
         headers,
-        body: serde_json::to_vec(task).unwrap_or_default(),
+        body: notification_body(config, task),
         kind: "a2a_push",
         label: format!(
             "A2A push {} of task {} (config {})",

@@ -250,6 +250,7 @@ mod tests {
             url: "https://cb.example.com/x".into(),
             token: Some("tok".into()),
             authentication: None,
+            notify_as: None,
         }
     }
 

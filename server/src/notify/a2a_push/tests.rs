@@ -17,6 +17,7 @@ fn config(token: Option<&str>, auth: Option<(&[&str], Option<&str>)>) -> PushNot
                 credentials: credentials.map(String::from),
             },
         ),
+        notify_as: None,
     }
 }
 
@@ -108,4 +109,27 @@ fn only_states_that_need_the_client_are_notable() {
     for state in [TaskState::Submitted, TaskState::Working, TaskState::Unknown] {
         assert!(!notable(state), "{state:?}");
     }
+}
+
+#[test]
+fn a_config_created_over_v1_is_notified_with_a_v1_stream_response() {
+    let policy = Arc::new(ssrf::Policy::default());
+    let v03 = outgoing(&config(None, None), &task(TaskState::Completed), &policy);
+    let body: Value = serde_json::from_slice(&v03.body).unwrap();
+    assert_eq!(body["kind"], "task", "{body}");
+    assert_eq!(body["status"]["state"], "completed", "{body}");
+    let v1_config = PushNotificationConfig {
+        notify_as: Some(NOTIFY_AS_V1.into()),
+        ..config(None, None)
+    };
+    let v1 = outgoing(&v1_config, &task(TaskState::InputRequired), &policy);
+    let body: Value = serde_json::from_slice(&v1.body).unwrap();
+    assert_eq!(body["task"]["id"], "t-1", "{body}");
+    assert_eq!(
+        body["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{body}"
+    );
+    assert!(body["task"].get("kind").is_none(), "{body}");
+    // Never shown back to a client.
+    assert_eq!(public(&v1_config).notify_as, None);
 }
