@@ -278,6 +278,53 @@ pub struct SubAgentConfig {
     /// `Authorization: Bearer` when the caller brought no token.
     #[serde(default)]
     pub bearer_env: Option<String>,
+    /// Pins the protocol version (default: the highest its card offers).
+    #[serde(default)]
+    pub protocol: Option<A2aProtocol>,
+    /// Pins the binding (default: the card's preferred one).
+    #[serde(default)]
+    pub binding: Option<A2aBinding>,
+}
+
+/// An `a2a:` entry's `protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum A2aProtocol {
+    /// A2A v1.0.
+    #[serde(rename = "v1", alias = "v1.0", alias = "1.0")]
+    V1,
+    /// A2A v0.3.
+    #[serde(rename = "v0.3", alias = "0.3")]
+    V03,
+}
+
+impl A2aProtocol {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            A2aProtocol::V1 => "v1",
+            A2aProtocol::V03 => "v0.3",
+        }
+    }
+}
+
+/// An `a2a:` entry's `binding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum A2aBinding {
+    /// JSON-RPC 2.0.
+    Jsonrpc,
+    /// HTTP+JSON (REST), v1.0 only.
+    HttpJson,
+}
+
+impl A2aBinding {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            A2aBinding::Jsonrpc => "jsonrpc",
+            A2aBinding::HttpJson => "http_json",
+        }
+    }
 }
 
 /// `llm:` section.
@@ -591,6 +638,12 @@ fn check_sub_agent(
     if agent.timeout_secs == 0 {
         return Err((format!("{field}.timeout_secs"), "must be at least 1".into()));
     }
+    if agent.protocol == Some(A2aProtocol::V03) && agent.binding == Some(A2aBinding::HttpJson) {
+        return Err((
+            format!("{field}.binding"),
+            "http_json is reached over protocol v1 only; use binding: jsonrpc with v0.3".into(),
+        ));
+    }
     if !names.insert(agent.name.clone()) {
         return Err((
             format!("{field}.name"),
@@ -636,6 +689,8 @@ fn hoist_sub_agents(
                 destructive_hint: node.destructive_hint.unwrap_or(false),
                 timeout_secs: default_sub_agent_timeout(),
                 bearer_env: None,
+                protocol: None,
+                binding: None,
             },
         ));
         node.agent = Some(node.name.clone());

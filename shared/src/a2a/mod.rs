@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub mod from_v1;
 pub mod v1;
 
 /// Protocol version this crate speaks.
