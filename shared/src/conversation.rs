@@ -380,6 +380,11 @@ pub struct PendingApproval {
     /// approval only, never to whatever else is pending there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_approval_uuid: Option<String>,
+    /// The sub-agent task's context id, for a proxy approval: sent with
+    /// the forwarded decision (some servers require it on a
+    /// continuation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_context_id: Option<String>,
     /// The principal of the turn that raised it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<Actor>,

@@ -73,6 +73,7 @@ pub fn pending_approval(tool: &str) -> PendingApproval {
         remote_task_id: None,
         remote_agent_name: None,
         remote_approval_uuid: None,
+        remote_context_id: None,
         requested_by: None,
         approvers: Vec::new(),
         rule: None,

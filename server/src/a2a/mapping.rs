@@ -364,6 +364,7 @@ mod tests {
             remote_task_id: Some("remote-1".into()),
             remote_agent_name: Some("agent-b".into()),
             remote_approval_uuid: Some("u-remote".into()),
+            remote_context_id: None,
             ..fixtures::pending_approval("resources_add")
         }
     }

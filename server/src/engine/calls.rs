@@ -15,7 +15,7 @@ use super::question::CallSite;
 use asg_shared::a2a::TaskState;
 
 use crate::a2a::client::{
-    A2aError, Delegation, RemoteApproval, RemoteDecision, SubAgent, delegation_of,
+    A2aError, Continuation, Delegation, RemoteApproval, RemoteDecision, SubAgent, delegation_of,
 };
 use crate::context::RequestContext;
 
@@ -168,6 +168,10 @@ pub async fn forward_decision(
 ) -> CallOutcome {
     let agent_name = pending.remote_agent_name.as_deref().unwrap_or_default();
     let task_id = pending.remote_task_id.as_deref().unwrap_or_default();
+    let task = Continuation {
+        task_id,
+        context_id: pending.remote_context_id.as_deref(),
+    };
     let Some(agent) = inner.agents.agent(agent_name) else {
         return CallOutcome::done(
             format!(
@@ -182,7 +186,7 @@ pub async fn forward_decision(
         reason: reason.map(str::to_string),
         reply: reply.cloned(),
     };
-    let mut outcome = forward_once(inner, ctx, agent, task_id, decision).await;
+    let mut outcome = forward_once(inner, ctx, agent, task, decision).await;
     if !approve {
         // The sub-agent's run may wait for more approvals (parallel
         // branches there): the run this rejection ends must not leave
@@ -200,7 +204,7 @@ pub async fn forward_decision(
                 reason: reason.map(str::to_string),
                 reply: None,
             };
-            outcome = forward_once(inner, ctx, agent, task_id, next).await;
+            outcome = forward_once(inner, ctx, agent, task, next).await;
         }
     }
     match outcome {
@@ -222,10 +226,11 @@ async fn forward_once(
     inner: &Inner,
     ctx: &RequestContext,
     agent: &SubAgent,
-    task_id: &str,
+    task: Continuation<'_>,
     decision: RemoteDecision,
 ) -> CallOutcome {
     let agent_name = agent.name.as_str();
+    let task_id = task.task_id;
     tracing::info!(
         agent = agent_name,
         task = task_id,
@@ -240,7 +245,7 @@ async fn forward_once(
     };
     let sent = inner
         .agents
-        .send(agent, text, Some(task_id), Some(&decision), ctx)
+        .send(agent, text, Some(task), Some(&decision), ctx)
         .await;
     match sent {
         Ok(delegation) => capped(inner, from_delegation(agent_name, delegation)),
@@ -249,7 +254,7 @@ async fn forward_once(
             tracing::warn!(agent = agent_name, %error, "forwarded decision failed; reconciling with tasks/get");
             capped(
                 inner,
-                reconcile(inner, ctx, agent, task_id, &decision, error).await,
+                reconcile(inner, ctx, agent, task, &decision, error).await,
             )
         }
     }
@@ -262,10 +267,11 @@ async fn reconcile(
     inner: &Inner,
     ctx: &RequestContext,
     agent: &SubAgent,
-    task_id: &str,
+    task: Continuation<'_>,
     decision: &RemoteDecision,
     error: A2aError,
 ) -> CallOutcome {
+    let task_id = task.task_id;
     // A forward that timed out usually means a slow sub-agent: wait for
     // its task to leave `working` well beyond one call's timeout.
     let window = reconcile_window(agent.timeout());
@@ -302,7 +308,7 @@ async fn reconcile(
             };
             let again = inner
                 .agents
-                .send(agent, text, Some(task_id), Some(decision), ctx)
+                .send(agent, text, Some(task), Some(decision), ctx)
                 .await;
             match again {
                 Ok(delegation) => from_delegation(&agent.name, delegation),
@@ -400,6 +406,7 @@ pub fn proxy_approval(
         question
     });
     pending.remote_task_id = Some(remote.task_id);
+    pending.remote_context_id = remote.context_id;
     pending.remote_agent_name = Some(agent.to_string());
     pending.remote_approval_uuid = remote.approval_uuid;
     // Edited on the sub-agent, where the tool is.

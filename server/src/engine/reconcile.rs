@@ -202,6 +202,7 @@ mod tests {
             remote_task_id: Some("t1".into()),
             remote_agent_name: Some("b".into()),
             remote_approval_uuid: Some("x".into()),
+            remote_context_id: None,
             ..fixtures::pending_approval("resources_add")
         }
     }

@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 pub struct RemoteApproval {
     /// The sub-agent's task id (continue it to decide).
     pub task_id: String,
+    /// The task's context id (sent back with the decision).
+    pub context_id: Option<String>,
     /// The sub-agent's approval uuid (a decision names it).
     pub approval_uuid: Option<String>,
     /// The tool it wants to run.
@@ -20,6 +22,15 @@ pub struct RemoteApproval {
     /// Set when the sub-agent asks a question instead (its `question`
     /// data): answered here, the answer is forwarded.
     pub question: Option<Box<asg_shared::Question>>,
+}
+
+/// The sub-agent task a message continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Continuation<'a> {
+    /// Its id.
+    pub task_id: &'a str,
+    /// Its context id, when known.
+    pub context_id: Option<&'a str>,
 }
 
 /// What a delegation produced.
@@ -98,6 +109,7 @@ pub fn delegation_of(task: &Task) -> Delegation {
             let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
             Delegation::InputRequired(RemoteApproval {
                 task_id: task.id.clone(),
+                context_id: Some(task.context_id.clone()).filter(|c| !c.is_empty()),
                 approval_uuid: text(approval_keys::APPROVAL_UUID),
                 tool_name: text(approval_keys::TOOL_NAME).unwrap_or_else(|| "remote action".into()),
                 tool_args: data

@@ -26,7 +26,7 @@ pub mod route;
 mod transport;
 pub mod wire;
 
-pub use delegation::{Delegation, RemoteApproval, RemoteDecision, delegation_of};
+pub use delegation::{Continuation, Delegation, RemoteApproval, RemoteDecision, delegation_of};
 use route::{PeerCard, Pins, Route};
 use transport::{Capped, read_capped, trace_headers, without_url};
 use wire::{Answer, Op, WireError};
@@ -218,14 +218,15 @@ impl A2aClient {
         Ok(chosen)
     }
 
-    /// Sends `text` to a sub-agent: a new task, or a continuation of
-    /// `task_id`. `decision` adds the approval data part of a
-    /// continuation, naming the sub-agent's approval it decides.
+    /// Sends `text` to a sub-agent: a new task, or a continuation of a
+    /// task (with its context id when known). `decision` adds the
+    /// approval data part of a continuation, naming the sub-agent's
+    /// approval it decides.
     pub async fn send(
         &self,
         agent: &SubAgent,
         text: &str,
-        task_id: Option<&str>,
+        continues: Option<Continuation<'_>>,
         decision: Option<&RemoteDecision>,
         ctx: &RequestContext,
     ) -> Result<Delegation, A2aError> {
@@ -237,13 +238,13 @@ impl A2aClient {
             role: MessageRole::User,
             parts,
             message_id: uuid::Uuid::new_v4().to_string(),
-            task_id: task_id.map(str::to_string),
-            context_id: None,
+            task_id: continues.map(|c| c.task_id.to_string()),
+            context_id: continues.and_then(|c| c.context_id.map(str::to_string)),
             reference_task_ids: Vec::new(),
             metadata: None,
             kind: "message".into(),
         };
-        tracing::info!(agent = %agent.name, sid = %ctx.session_id, depth = ctx.depth + 1, continuation = task_id.is_some(), "delegating to sub-agent");
+        tracing::info!(agent = %agent.name, sid = %ctx.session_id, depth = ctx.depth + 1, continuation = continues.is_some(), "delegating to sub-agent");
         match self.exchange(agent, Op::Send(&message), ctx).await? {
             Answer::Message(reply) => Ok(Delegation::Completed(reply.text())),
             Answer::Task(task) => Ok(delegation_of(&task)),
