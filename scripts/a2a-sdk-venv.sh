@@ -4,13 +4,16 @@
 # with the official A2A SDK under target/.
 #
 # sdk_venv DIR VERSION [EXTRA PACKAGES...]: a venv in DIR with
-# a2a-sdk[http-server]==VERSION (and the extra packages); nothing to do
-# when DIR already has that version. Debian 12 refuses pip installs into
-# the system Python (externally-managed-environment), hence the venv.
+# a2a-sdk[http-server]==VERSION (and the extra packages, by plain name);
+# nothing to do when DIR already has that version and every extra
+# package. Debian 12 refuses pip installs into the system Python
+# (externally-managed-environment), hence the venv.
 sdk_venv() {
   local venv=$1 version=$2
   shift 2
-  if "$venv/bin/python" -c "import importlib.metadata as m, a2a, sys; sys.exit(m.version('a2a-sdk') != '${version}')" 2>/dev/null; then
+  local package extras=""
+  for package in "$@"; do extras="${extras} m.version('${package}');"; done
+  if "$venv/bin/python" -c "import importlib.metadata as m, a2a, sys;${extras} sys.exit(m.version('a2a-sdk') != '${version}')" 2>/dev/null; then
     echo "a2a-sdk ${version} already in ${venv}"
     return
   fi

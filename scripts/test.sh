@@ -51,8 +51,10 @@ fi
 # (shared with scripts/bench.sh, whose a2a-sdk anchor uses the v0.3 venv).
 # shellcheck source=scripts/a2a-sdk-venv.sh
 . scripts/a2a-sdk-venv.sh
-# The client side (tests/interop/a2a_sdk_client.py) uses SDK 1.3.0.
-sdk_venv target/a2a-sdk-v1 1.3.0
+# The clients (tests/interop/a2a_sdk_client.py, a2a_sdk_v1_client.py) and
+# the v1.0 asking sub-agent (a2a_sdk_v1_asking_server.py, on uvicorn) use
+# SDK 1.3.0.
+sdk_venv target/a2a-sdk-v1 1.3.0 uvicorn
 # The server side (a2a_sdk_server.py) needs the v0.3 SDK (the 1.x SDK
 # serves protocol v1.0).
 sdk_venv target/a2a-sdk-v03 0.3.26 uvicorn
@@ -66,17 +68,29 @@ step "npm packages of the OpenID Connect test provider (tests/oidc, oidc-provide
 # on the machine's Node (>= 20.18). `npm ci` installs exactly the committed
 # lock file; a hash of it in node_modules says the install is current.
 if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)' 2>/dev/null; then
-  echo "Node.js >= 20.18 is needed for tests/oidc (found: $(node --version 2>/dev/null || echo none))" >&2
+  echo "Node.js >= 20.18 is needed for tests/oidc and tests/interop-js (found: $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
-oidc_lock_hash=$(sha256sum tests/oidc/package-lock.json | cut -d' ' -f1)
-if [ -d tests/oidc/node_modules/oidc-provider ] \
-  && [ "$(cat tests/oidc/node_modules/.asg-lock-sha256 2>/dev/null)" = "$oidc_lock_hash" ]; then
-  echo "tests/oidc/node_modules is up to date"
-else
-  (cd tests/oidc && npm ci --no-audit --no-fund)
-  echo "$oidc_lock_hash" > tests/oidc/node_modules/.asg-lock-sha256
-fi
+# npm_ci DIR PACKAGE: `npm ci` in DIR unless node_modules/PACKAGE is there
+# and installed from the current package-lock.json.
+npm_ci() {
+  local dir=$1 package=$2 lock_hash
+  lock_hash=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [ -d "$dir/node_modules/$package" ] \
+    && [ "$(cat "$dir/node_modules/.asg-lock-sha256" 2>/dev/null)" = "$lock_hash" ]; then
+    echo "$dir/node_modules is up to date"
+  else
+    (cd "$dir" && npm ci --no-audit --no-fund)
+    echo "$lock_hash" > "$dir/node_modules/.asg-lock-sha256"
+  fi
+}
+npm_ci tests/oidc oidc-provider
+
+step "npm packages of the A2A JavaScript SDK interop tests (tests/interop-js, @a2a-js/sdk)"
+# tests/tests/a2a_v1_js.rs runs the SDK's v1.0 client against the agent;
+# tests/tests/a2a_asking_sdk.rs its server side (an asking sub-agent, with
+# express).
+npm_ci tests/interop-js @a2a-js/sdk
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -1,6 +1,12 @@
 //! A2A on `POST /a2a` for the scenario tests: one request shape, one
-//! call helper, the `message/send` parameters most tests send, and where
-//! the official Python client SDK is (its venv under `target/`).
+//! call helper, the `message/send` parameters most tests send, where the
+//! official Python client SDK is (its venv under `target/`), and the
+//! SDK-built "asking" sub-agents ([`AskingAgent`], in `a2a/asking.rs`)
+//! that our A2A client is tested against.
+
+mod asking;
+
+pub use asking::{AskingAgent, Binding, js_dir, js_sdk_version, sdk_present};
 
 use asg_shared::a2a::JsonRpcResponse;
 use serde_json::{Value, json};

@@ -424,7 +424,14 @@ impl Agent {
     /// conversation saying "list resources", whose list-tool output is
     /// parsed. (It adds one conversation.)
     pub async fn list_resources(&self) -> Vec<Value> {
-        let (status, answer) = self.say_new("list resources").await;
+        self.list_resources_with(&[]).await
+    }
+
+    /// [`Agent::list_resources`] with extra headers (the credentials of an
+    /// agent with `auth:`, e.g. `("x-api-key", KEY)`).
+    pub async fn list_resources_with(&self, headers: &[(&str, &str)]) -> Vec<Value> {
+        let body = serde_json::json!({ "message": "list resources" }).to_string();
+        let (status, answer) = self.post_with("/conversations", body, headers).await;
         assert_eq!(status, 201, "list resources: {answer}");
         let tools = tool_messages(&answer["conversation"]);
         let last = tools
