@@ -97,3 +97,33 @@ pub async fn sdk_version() -> Result<String, String> {
         Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
     }
 }
+
+/// A delegator agent (`testdata/agent-delegator.yaml`: every message goes
+/// to its one sub-agent `downstream`, at `downstream`) whose `a2a:` entry
+/// gets `entry_lines` (e.g. `"    protocol: v0.3\n"`), with `env` set.
+/// Keep the returned directory while the agent runs.
+pub async fn delegator_with(
+    downstream: &str,
+    entry_lines: &str,
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, Agent) {
+    let text = std::fs::read_to_string(crate::testdata("agent-delegator.yaml"))
+        .expect("read agent-delegator.yaml");
+    let text = text
+        .replace(
+            "scripted:scripted/",
+            &format!("scripted:{}/", crate::testdata("scripted").display()),
+        )
+        .replace(
+            "    timeout_secs: 5\n",
+            &format!("    timeout_secs: 5\n{entry_lines}"),
+        );
+    assert!(text.contains(entry_lines), "the a2a: entry was not found");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("agent.yaml");
+    std::fs::write(&path, text).expect("write the config");
+    let mut all = vec![("DOWNSTREAM_URL", downstream)];
+    all.extend_from_slice(env);
+    let agent = Agent::start(&path, crate::AgentOptions::with_env(&all)).await;
+    (dir, agent)
+}

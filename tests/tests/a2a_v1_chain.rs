@@ -6,37 +6,10 @@
 //! with a v1.0 continuation, and runs once on C. Recording proxies
 //! between the hops show what each hop spoke.
 
+use asg_tests::a2a::delegator_with;
 use asg_tests::recording_proxy::RecordingProxy;
 use asg_tests::{Agent, AgentOptions, testdata};
 use serde_json::{Value, json};
-
-/// The delegator (`agent-delegator.yaml`) with extra lines on its one
-/// `a2a:` entry.
-fn delegator_config(dir: &tempfile::TempDir, entry_lines: &str) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(testdata("agent-delegator.yaml")).unwrap();
-    let text = text
-        .replace(
-            "scripted:scripted/",
-            &format!("scripted:{}/", testdata("scripted").display()),
-        )
-        .replace(
-            "    timeout_secs: 5\n",
-            &format!("    timeout_secs: 5\n{entry_lines}"),
-        );
-    assert!(text.contains(entry_lines), "the entry was not found");
-    let path = dir.path().join("agent.yaml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-async fn delegator(dir: &tempfile::TempDir, downstream: &str, entry_lines: &str) -> Agent {
-    let config = delegator_config(dir, entry_lines);
-    Agent::start(
-        &config,
-        AgentOptions::with_env(&[("DOWNSTREAM_URL", downstream)]),
-    )
-    .await
-}
 
 /// A v1.0 JSON-RPC call to `agent`'s `/a2a`; the result.
 async fn v1_rpc(agent: &Agent, method: &str, params: Value) -> Value {
@@ -118,10 +91,9 @@ async fn chain() -> (
 ) {
     let c = Agent::start(&testdata("e2e-chain-b.yaml"), AgentOptions::default()).await;
     let to_c = RecordingProxy::start(&c.url).await;
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let b = delegator(&dir_b, &to_c.url, "    binding: http_json\n").await;
+    let (dir_b, b) = delegator_with(&to_c.url, "    binding: http_json\n", &[]).await;
     let to_b = RecordingProxy::start(&b.url).await;
-    let a = delegator(&dir_a, &to_b.url, "    protocol: v0.3\n").await;
+    let (dir_a, a) = delegator_with(&to_b.url, "    protocol: v0.3\n", &[]).await;
     (vec![dir_a, dir_b], a, to_b, b, to_c, c)
 }
 

@@ -267,11 +267,11 @@ async fn reconcile(
     inner: &Inner,
     ctx: &RequestContext,
     agent: &SubAgent,
-    task: Continuation<'_>,
+    continues: Continuation<'_>,
     decision: &RemoteDecision,
     error: A2aError,
 ) -> CallOutcome {
-    let task_id = task.task_id;
+    let task_id = continues.task_id;
     // A forward that timed out usually means a slow sub-agent: wait for
     // its task to leave `working` well beyond one call's timeout.
     let window = reconcile_window(agent.timeout());
@@ -308,7 +308,7 @@ async fn reconcile(
             };
             let again = inner
                 .agents
-                .send(agent, text, Some(task), Some(decision), ctx)
+                .send(agent, text, Some(continues), Some(decision), ctx)
                 .await;
             match again {
                 Ok(delegation) => from_delegation(&agent.name, delegation),

@@ -188,8 +188,10 @@ async fn an_http_json_pin_sends_rest_requests_and_reads_problems() {
     Mock::given(method("POST"))
         .and(path("/api/message:send"))
         .and(header("a2a-version", "1.0"))
-        .and(body_partial_json(json!({"message": {"taskId": "t1", "contextId": "c1",
-            "parts": [{"text": "approved"}, {"data": {"approved": true, "approval_uuid": "u1"}}]}})))
+        .and(body_partial_json(
+            json!({"message": {"taskId": "t1", "contextId": "c1",
+            "parts": [{"text": "approved"}, {"data": {"approved": true, "approval_uuid": "u1"}}]}}),
+        ))
         .respond_with(ResponseTemplate::new(200).set_body_json(done))
         .expect(1)
         .mount(&server)
@@ -213,7 +215,16 @@ async fn an_http_json_pin_sends_rest_requests_and_reads_problems() {
     };
     let ctx = RequestContext::default();
     let outcome = client
-        .send(agent, "approved", Some(Continuation { task_id: "t1", context_id: Some("c1") }), Some(&decision), &ctx)
+        .send(
+            agent,
+            "approved",
+            Some(Continuation {
+                task_id: "t1",
+                context_id: Some("c1"),
+            }),
+            Some(&decision),
+            &ctx,
+        )
         .await
         .unwrap();
     assert_eq!(outcome, Delegation::Completed("deleted x".into()));
