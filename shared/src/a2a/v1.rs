@@ -42,8 +42,141 @@ pub struct AgentInterface {
     pub tenant: Option<String>,
 }
 
+/// How a caller authenticates (v1.0 `SecurityScheme`): exactly one member,
+/// named by the scheme's kind (`{"httpAuthSecurityScheme": {…}}`), where
+/// v0.3 has an OpenAPI object with a `type` ([`SecurityScheme::v03`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SecurityScheme {
+    /// An API key in a header, query parameter or cookie.
+    ApiKeySecurityScheme(ApiKeySecurityScheme),
+    /// HTTP authentication (`Bearer`, …).
+    HttpAuthSecurityScheme(HttpAuthSecurityScheme),
+    /// OpenID Connect, by its discovery URL.
+    OpenIdConnectSecurityScheme(OpenIdConnectSecurityScheme),
+}
+
+/// An API key (v1.0 `APIKeySecurityScheme`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKeySecurityScheme {
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `header`, `query` or `cookie` (v0.3: `in`).
+    pub location: String,
+    /// The header, parameter or cookie name.
+    pub name: String,
+}
+
+/// HTTP authentication (v1.0 `HTTPAuthSecurityScheme`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpAuthSecurityScheme {
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The RFC 7235 scheme (`Bearer`).
+    pub scheme: String,
+    /// What the bearer token is (`JWT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_format: Option<String>,
+}
+
+/// OpenID Connect (v1.0 `OpenIdConnectSecurityScheme`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenIdConnectSecurityScheme {
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The provider's discovery document.
+    pub open_id_connect_url: String,
+}
+
+impl SecurityScheme {
+    /// The names a v1.0 scheme's one member may have (the proto's one-of,
+    /// OAuth 2 and mutual TLS included).
+    pub const MEMBERS: [&str; 5] = [
+        "apiKeySecurityScheme",
+        "httpAuthSecurityScheme",
+        "oauth2SecurityScheme",
+        "openIdConnectSecurityScheme",
+        "mtlsSecurityScheme",
+    ];
+
+    /// The v0.3 form: an OpenAPI security scheme object with its `type`.
+    pub fn v03(&self) -> Map<String, Value> {
+        let (kind, description, fields) = match self {
+            SecurityScheme::ApiKeySecurityScheme(key) => (
+                "apiKey",
+                &key.description,
+                vec![("in", Some(&key.location)), ("name", Some(&key.name))],
+            ),
+            SecurityScheme::HttpAuthSecurityScheme(http) => (
+                "http",
+                &http.description,
+                vec![
+                    ("scheme", Some(&http.scheme)),
+                    ("bearerFormat", http.bearer_format.as_ref()),
+                ],
+            ),
+            SecurityScheme::OpenIdConnectSecurityScheme(oidc) => (
+                "openIdConnect",
+                &oidc.description,
+                vec![("openIdConnectUrl", Some(&oidc.open_id_connect_url))],
+            ),
+        };
+        let mut object = Map::new();
+        object.insert("type".into(), Value::from(kind));
+        for (key, value) in fields
+            .into_iter()
+            .chain([("description", description.as_ref())])
+        {
+            if let Some(value) = value {
+                object.insert(key.into(), Value::from(value.as_str()));
+            }
+        }
+        object
+    }
+
+    /// The scheme as both versions read it: the v0.3 object with the
+    /// v1.0 member beside its fields, the form the a2a-sdk 1.3.0 server
+    /// serves (its 1.x clients read the member, 0.3.x clients the rest).
+    pub fn both_forms(&self) -> Map<String, Value> {
+        let mut object = self.v03();
+        if let Ok(Value::Object(member)) = serde_json::to_value(self) {
+            object.extend(member);
+        }
+        object
+    }
+}
+
+/// Which schemes a caller must satisfy, all of them (v1.0
+/// `SecurityRequirement`): scheme name → the scopes it needs. A card's
+/// list of requirements means any one of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecurityRequirement {
+    /// Scheme name (a key of the card's `securitySchemes`) → scopes.
+    #[serde(default)]
+    pub schemes: std::collections::BTreeMap<String, StringList>,
+}
+
+/// A list of strings (v1.0 `StringList`, the scopes of a requirement).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StringList {
+    /// The strings.
+    #[serde(default)]
+    pub list: Vec<String>,
+}
+
 /// Task lifecycle states, as v1.0 names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskState)
+)]
 pub enum TaskState {
     /// Not given (a filter that matches every state).
     #[serde(rename = "TASK_STATE_UNSPECIFIED")]
@@ -680,6 +813,42 @@ mod tests {
         let v03: v03::A2aMessage = message.try_into().unwrap();
         assert_eq!(v03.role, v03::MessageRole::User);
         assert_eq!(v03.text(), "hi");
+    }
+
+    #[test]
+    fn security_schemes_are_one_member_objects_and_carry_the_v03_form_beside() {
+        let key = SecurityScheme::ApiKeySecurityScheme(ApiKeySecurityScheme {
+            description: None,
+            location: "header".into(),
+            name: "X-API-Key".into(),
+        });
+        assert_eq!(
+            serde_json::to_value(&key).unwrap(),
+            json!({"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}})
+        );
+        assert_eq!(
+            Value::Object(key.both_forms()),
+            json!({"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"},
+                "type": "apiKey", "in": "header", "name": "X-API-Key"})
+        );
+        let bearer = SecurityScheme::HttpAuthSecurityScheme(HttpAuthSecurityScheme {
+            description: Some("a token".into()),
+            scheme: "Bearer".into(),
+            bearer_format: Some("JWT".into()),
+        });
+        assert_eq!(
+            Value::Object(bearer.v03()),
+            json!({"type": "http", "scheme": "Bearer", "bearerFormat": "JWT", "description": "a token"})
+        );
+        for scheme in [key, bearer] {
+            let member = serde_json::to_value(&scheme).unwrap();
+            let name = member.as_object().unwrap().keys().next().unwrap().clone();
+            assert!(SecurityScheme::MEMBERS.contains(&name.as_str()), "{name}");
+            assert_eq!(
+                serde_json::from_value::<SecurityScheme>(member).unwrap(),
+                scheme
+            );
+        }
     }
 
     #[test]

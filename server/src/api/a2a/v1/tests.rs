@@ -392,3 +392,32 @@ async fn a_filtered_list_reads_on_until_its_page_is_full() {
     assert_eq!(rest["result"]["tasks"], json!([]), "{rest}");
     assert_eq!(rest["result"]["nextPageToken"], json!(""), "{rest}");
 }
+
+#[tokio::test]
+async fn a_v1_client_gets_the_v1_card_and_every_other_the_card_for_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let path = "/.well-known/agent-card.json";
+    let (status, headers, text) = http(&app, "GET", path, None, String::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["vary"], "a2a-version");
+    let both: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(both["url"], "http://agent.test/a2a");
+    assert_eq!(both["protocolVersion"], "0.3.0");
+    for version in ["0.3", "9.9"] {
+        let (_, _, same) = http(&app, "GET", path, Some(version), String::new()).await;
+        assert_eq!(same, text, "A2A-Version {version}");
+    }
+    for version in ["1.0", "1"] {
+        let (status, headers, v1) = http(&app, "GET", path, Some(version), String::new()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers["vary"], "a2a-version");
+        let v1: Value = serde_json::from_str(&v1).unwrap();
+        for v03 in ["url", "protocolVersion", "preferredTransport"] {
+            assert!(v1.get(v03).is_none(), "{v03} in the v1.0 card: {v1}");
+        }
+        assert_eq!(v1["supportedInterfaces"], both["supportedInterfaces"]);
+        assert_eq!(v1["supportedInterfaces"][0]["protocolVersion"], "1.0");
+        assert_eq!(v1["name"], both["name"]);
+    }
+}
