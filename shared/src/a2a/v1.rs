@@ -223,6 +223,23 @@ impl From<v03::TaskState> for TaskState {
     }
 }
 
+impl TaskState {
+    /// The v0.3 state; none for `TASK_STATE_UNSPECIFIED`.
+    pub fn v03(self) -> Option<v03::TaskState> {
+        match self {
+            TaskState::Unspecified => None,
+            TaskState::Submitted => Some(v03::TaskState::Submitted),
+            TaskState::Working => Some(v03::TaskState::Working),
+            TaskState::Completed => Some(v03::TaskState::Completed),
+            TaskState::Failed => Some(v03::TaskState::Failed),
+            TaskState::Canceled => Some(v03::TaskState::Canceled),
+            TaskState::InputRequired => Some(v03::TaskState::InputRequired),
+            TaskState::Rejected => Some(v03::TaskState::Rejected),
+            TaskState::AuthRequired => Some(v03::TaskState::AuthRequired),
+        }
+    }
+}
+
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Role {
@@ -634,6 +651,9 @@ pub struct ListTasksRequest {
     /// Most history messages per task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i64>,
+    /// Only tasks whose status changed at or after this RFC 3339 time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timestamp_after: Option<String>,
     /// Include the artifacts (default no).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_artifacts: Option<bool>,
@@ -649,7 +669,7 @@ pub struct ListTasksResponse {
     pub next_page_token: String,
     /// The page size used.
     pub page_size: i64,
-    /// How many tasks the caller may list in all.
+    /// How many tasks match the filters in all, on every page.
     pub total_size: i64,
 }
 

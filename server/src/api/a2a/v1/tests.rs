@@ -357,7 +357,7 @@ async fn list_tasks_filters_by_state_and_context_and_adds_artifacts_when_asked()
 }
 
 #[tokio::test]
-async fn a_filtered_list_reads_on_until_its_page_is_full() {
+async fn a_filtered_list_pages_through_the_matching_tasks_only() {
     let dir = tempfile::tempdir().unwrap();
     let (waiting_id, _) = waiting(dir.path());
     let app = app(dir.path()).await;
@@ -378,19 +378,107 @@ async fn a_filtered_list_reads_on_until_its_page_is_full() {
     let tasks = &waiting["result"]["tasks"];
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{waiting}");
     assert_eq!(tasks[0]["id"], json!(waiting_id.to_string()));
+    assert_eq!(waiting["result"]["totalSize"], 1, "{waiting}");
+    assert_eq!(waiting["result"]["nextPageToken"], "", "{waiting}");
     // Completed tasks one per page, newest first, then no more.
     let first = list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1})).await;
     assert_eq!(first["result"]["tasks"][0]["id"], done[1], "{first}");
+    assert_eq!(first["result"]["totalSize"], 2, "{first}");
     let token = first["result"]["nextPageToken"].clone();
     assert_ne!(token, json!(""), "{first}");
     let second =
         list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1, "pageToken": token})).await;
     assert_eq!(second["result"]["tasks"][0]["id"], done[0], "{second}");
     let token = second["result"]["nextPageToken"].clone();
-    let rest =
-        list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1, "pageToken": token})).await;
-    assert_eq!(rest["result"]["tasks"], json!([]), "{rest}");
-    assert_eq!(rest["result"]["nextPageToken"], json!(""), "{rest}");
+    assert_eq!(
+        token,
+        json!(""),
+        "the second of two is the last page: {second}"
+    );
+}
+
+/// Sends `text` in `context`; the task's id.
+async fn sent_in(app: &Router, text: &str, context: &str) -> Value {
+    let mut hello = message(json!([{ "text": text }]), None);
+    hello["message"]["contextId"] = json!(context);
+    let sent = rpc(app, "SendMessage", hello).await;
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    sent["result"]["task"]["id"].clone()
+}
+
+#[tokio::test]
+async fn total_size_counts_the_tasks_matching_every_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let (waiting_id, _) = waiting(dir.path());
+    let app = app(dir.path()).await;
+    let mut done = Vec::new();
+    for (text, context) in [("one", "ctx-a"), ("two", "ctx-a"), ("three", "ctx-b")] {
+        done.push(sent_in(&app, text, context).await);
+    }
+    let list = |params: Value| rpc(&app, "ListTasks", params);
+    let counted = [
+        (json!({}), 4),
+        (json!({"contextId": "ctx-a"}), 2),
+        (json!({"status": "TASK_STATE_COMPLETED"}), 3),
+        (json!({"status": "TASK_STATE_INPUT_REQUIRED"}), 1),
+        (
+            json!({"status": "TASK_STATE_COMPLETED", "contextId": "ctx-b"}),
+            1,
+        ),
+        (
+            json!({"status": "TASK_STATE_INPUT_REQUIRED", "contextId": "ctx-a"}),
+            0,
+        ),
+        (json!({"status": "TASK_STATE_CANCELED"}), 0),
+        (json!({"statusTimestampAfter": "2000-01-01T00:00:00Z"}), 4),
+        (
+            json!({"statusTimestampAfter": "2999-01-01T00:00:00+02:00"}),
+            0,
+        ),
+    ];
+    for (params, total) in counted {
+        let mut paged = params.clone();
+        paged["pageSize"] = json!(1);
+        let answer = list(paged).await;
+        assert_eq!(answer["result"]["totalSize"], total, "{params}: {answer}");
+        let shown = answer["result"]["tasks"].as_array().map_or(0, Vec::len);
+        assert_eq!(shown, total.min(1), "{params}: {answer}");
+        let more = answer["result"]["nextPageToken"] != "";
+        assert_eq!(more, total > 1, "{params}: {answer}");
+    }
+    // At or after the newest task's status time: that task, never the
+    // waiting one, stored before the agent started.
+    let newest = list(json!({"pageSize": 1})).await;
+    assert_eq!(newest["result"]["tasks"][0]["id"], done[2], "{newest}");
+    let at = newest["result"]["tasks"][0]["status"]["timestamp"].clone();
+    let since = list(json!({"statusTimestampAfter": at})).await;
+    let ids: Vec<Value> = since["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
+    assert!(ids.contains(&done[2]), "{since}");
+    assert!(!ids.contains(&json!(waiting_id.to_string())), "{since}");
+    assert_eq!(since["result"]["totalSize"], ids.len(), "{since}");
+    let bad = list(json!({"statusTimestampAfter": "yesterday"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("statusTimestampAfter")
+    );
+    // The HTTP+JSON binding takes the same filters as query parameters.
+    let uri = "/a2a/v1/tasks?contextId=ctx-a&status=TASK_STATE_COMPLETED&pageSize=1";
+    let (status, _, text) = http(&app, "GET", uri, None, String::new()).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let page: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(page["totalSize"], 2, "{page}");
+    assert_eq!(page["tasks"][0]["id"], done[1], "{page}");
 }
 
 #[tokio::test]
