@@ -11,6 +11,8 @@ use utoipa::OpenApi;
 
 use super::{AgentInfo, AppState, approvals, conversations, events, inbox, questions, system};
 
+mod a2a_v1;
+
 /// The OpenAPI description of the REST API.
 #[derive(OpenApi)]
 #[openapi(
@@ -36,7 +38,19 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, questi
         a2a_rpc,
         agent_card,
         agent_card_legacy,
+        a2a_v1::message_send,
+        a2a_v1::message_stream,
+        a2a_v1::tasks_list,
+        a2a_v1::tasks_get,
+        a2a_v1::tasks_cancel,
+        a2a_v1::tasks_subscribe,
+        a2a_v1::tasks_subscribe_post,
+        a2a_v1::push_config_create,
+        a2a_v1::push_configs_list,
+        a2a_v1::push_config_get,
+        a2a_v1::push_config_delete,
     ),
+    components(schemas(crate::api::a2a::v1::rest::Problem)),
     tags(
         (name = "system", description = "Health and tools"),
         (name = "conversations", description = "Conversations and messages"),

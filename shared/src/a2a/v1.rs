@@ -242,6 +242,11 @@ impl TaskState {
 
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Role)
+)]
 pub enum Role {
     /// Not given.
     #[serde(rename = "ROLE_UNSPECIFIED")]
@@ -257,6 +262,11 @@ pub enum Role {
 /// One part of a message or artifact: exactly one of `text`, `raw`
 /// (base64), `url` or `data` (any JSON value), no `kind`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Part)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Part {
     /// Text content.
@@ -273,6 +283,7 @@ pub struct Part {
     pub data: Option<Value>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
     /// File name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -349,6 +360,11 @@ impl TryFrom<Part> for v03::Part {
 
 /// A message between client and agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Message)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// Unique id chosen by the sender.
@@ -367,6 +383,7 @@ pub struct Message {
     pub parts: Vec<Part>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
     /// Extensions the message uses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -425,6 +442,11 @@ impl TryFrom<Message> for v03::A2aMessage {
 
 /// A task's status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskStatus)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
     /// State.
@@ -449,6 +471,11 @@ impl From<&v03::TaskStatus> for TaskStatus {
 
 /// Output of a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Artifact)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     /// Identifier.
@@ -464,6 +491,7 @@ pub struct Artifact {
     pub parts: Vec<Part>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -481,6 +509,11 @@ impl From<&v03::Artifact> for Artifact {
 
 /// A task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Task)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     /// Task id (here: the conversation id).
@@ -497,6 +530,7 @@ pub struct Task {
     pub history: Vec<Message>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -515,6 +549,11 @@ impl From<&v03::Task> for Task {
 
 /// A status change in a stream (no `final`: the stream's end says it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskStatusUpdateEvent)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
     /// Task id.
@@ -525,11 +564,17 @@ pub struct TaskStatusUpdateEvent {
     pub status: TaskStatus,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
 /// A new or extended artifact in a stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskArtifactUpdateEvent)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
     /// Task id.
@@ -549,6 +594,11 @@ pub struct TaskArtifactUpdateEvent {
 /// `SendMessage`'s result and every event of a stream: exactly one of
 /// its fields (`{"task": …}`, `{"statusUpdate": …}`, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::StreamResponse)
+)]
 #[serde(rename_all = "camelCase")]
 pub enum StreamResponse {
     /// A task.
@@ -587,6 +637,11 @@ impl From<&v03::SendResult> for StreamResponse {
 
 /// `SendMessage` / `SendStreamingMessage` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::SendMessageRequest)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
     /// The message.
@@ -596,11 +651,17 @@ pub struct SendMessageRequest {
     pub configuration: Option<SendMessageConfiguration>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
 /// `SendMessage` options.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::SendMessageConfiguration)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     /// Accepted output media types.
@@ -661,6 +722,11 @@ pub struct ListTasksRequest {
 
 /// `ListTasks` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::ListTasksResponse)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
     /// The page, newest first.
@@ -677,6 +743,11 @@ pub struct ListTasksResponse {
 /// results and `CreateTaskPushNotificationConfig` params). `Debug`
 /// hides the token and credentials.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskPushNotificationConfig)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
     /// The config's id within its task.
@@ -711,6 +782,11 @@ impl std::fmt::Debug for TaskPushNotificationConfig {
 /// Credentials for a push callback: one scheme (`Bearer`, …) and its
 /// credential.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::AuthenticationInfo)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticationInfo {
     /// The scheme.
@@ -772,6 +848,11 @@ pub struct TaskPushConfigRequest {
 
 /// `ListTaskPushNotificationConfigs` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::ListTaskPushNotificationConfigsResponse)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsResponse {
     /// Every config of the task.

@@ -509,3 +509,100 @@ async fn a_v1_client_gets_the_v1_card_and_every_other_the_card_for_both() {
         assert_eq!(v1["name"], both["name"]);
     }
 }
+
+/// Every `$ref` under `value`, by schema name.
+fn refs(value: &Value, found: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(name)) = map.get("$ref") {
+                found.insert(name.trim_start_matches("#/components/schemas/").to_string());
+            }
+            map.values().for_each(|v| refs(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+        _ => {}
+    }
+}
+
+/// `/openapi.json` and the router agree on `/a2a/v1`: every route and
+/// method the router answers as an A2A operation is documented, every
+/// documented one is answered, and every schema they name is in the
+/// document.
+#[tokio::test]
+async fn every_rest_route_served_is_documented_and_every_documented_one_is_served() {
+    use std::collections::BTreeSet;
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (status, _, text) = http(&app, "GET", "/openapi.json", None, String::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.starts_with("/a2a/v1") {
+            for method in item.as_object().unwrap().keys() {
+                documented.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    assert_eq!(documented.len(), 11, "{documented:?}");
+    // The documented paths and near misses, with every method.
+    let mut templates: BTreeSet<String> = documented.iter().map(|(_, p)| p.clone()).collect();
+    templates.extend(
+        [
+            "/a2a/v1",
+            "/a2a/v1/card",
+            "/a2a/v1/message",
+            "/a2a/v1/message:archive",
+            "/a2a/v1/tasks/{id}:archive",
+            "/a2a/v1/tasks/{id}/pushNotificationConfigs/{configId}/more",
+        ]
+        .map(String::from),
+    );
+    let mut served = BTreeSet::new();
+    for template in &templates {
+        let id = Uuid::new_v4().to_string();
+        let uri = template.replace("{id}", &id).replace("{configId}", "cfg");
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            let (_, headers, text) = http(&app, method, &uri, None, "{}".into()).await;
+            // An A2A operation names the version it served; a route that
+            // is none answers the REST 404/405, or METHOD_NOT_FOUND.
+            if headers.contains_key("a2a-version") && !text.contains("\"METHOD_NOT_FOUND\"") {
+                served.insert((method.to_string(), template.clone()));
+            }
+        }
+    }
+    assert_eq!(served, documented);
+    let operation = |path: &str, method: &str| doc["paths"][path][method].clone();
+    let problem = &operation("/a2a/v1/tasks/{id}", "get")["responses"]["404"]["content"];
+    assert_eq!(
+        problem["application/problem+json"]["schema"]["$ref"],
+        "#/components/schemas/a2a.v1.Problem"
+    );
+    let send = operation("/a2a/v1/message:send", "post");
+    assert_eq!(
+        send["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/a2a.v1.SendMessageRequest"
+    );
+    let mut named = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.starts_with("/a2a/v1") {
+            refs(item, &mut named);
+        }
+    }
+    for name in [
+        "a2a.v1.Task",
+        "a2a.v1.StreamResponse",
+        "a2a.v1.ListTasksResponse",
+    ] {
+        assert!(named.contains(name), "{name} not named: {named:?}");
+    }
+    // Every schema named, and every one they name in turn, is there.
+    let schemas = &doc["components"]["schemas"];
+    let mut checked = BTreeSet::new();
+    while let Some(name) = named.iter().find(|n| !checked.contains(*n)).cloned() {
+        let schema = &schemas[name.as_str()];
+        assert!(schema.is_object(), "schema {name} is missing");
+        refs(schema, &mut named);
+        checked.insert(name);
+    }
+}
