@@ -12,10 +12,7 @@
 //! The SDK is looked up like `a2a_interop.rs` does; without it the SDK
 //! test is skipped on a developer machine and fails in CI.
 
-use std::process::Stdio;
-use std::time::Duration;
-
-use asg_tests::a2a::{client_sdk_python, sdk_version};
+use asg_tests::a2a::{client_sdk_python, run_interop_script, sdk_version};
 use asg_tests::fake_http::{FakeHttp, Reply};
 use asg_tests::{Agent, AgentOptions, workspace_root};
 use serde_json::{Value, json};
@@ -280,17 +277,9 @@ async fn the_official_python_sdk_speaks_v1_to_the_agent() {
     let (_dir, agent) = agent().await;
     let hook = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
     let hook_url = format!("{}/v1-hook", hook.url);
-    let script = workspace_root().join("tests/interop/a2a_sdk_v1_client.py");
-    let run = tokio::process::Command::new(client_sdk_python())
-        .arg(&script)
-        .args([agent.url.as_str(), ALICE, hook_url.as_str()])
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(180), run)
-        .await
-        .expect("the v1 interop script did not finish within 180 s")
-        .expect("cannot run python3");
+    let args = [agent.url.as_str(), ALICE, hook_url.as_str()];
+    let script = "a2a_sdk_v1_client.py";
+    let output = run_interop_script(&client_sdk_python(), script, &args, 180).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -317,17 +306,7 @@ async fn the_official_python_sdk_speaks_v1_to_the_agent() {
 /// The `CARD` line `tests/interop/a2a_sdk_card_check.py` prints with the
 /// Python at `python`: what that SDK read of the agent's card.
 async fn card_as_read_by(python: &std::path::Path, agent: &Agent) -> Value {
-    let script = workspace_root().join("tests/interop/a2a_sdk_card_check.py");
-    let run = tokio::process::Command::new(python)
-        .arg(&script)
-        .arg(&agent.url)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("the card check did not finish within 60 s")
-        .expect("cannot run python");
+    let output = run_interop_script(python, "a2a_sdk_card_check.py", &[&agent.url], 60).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let line = stdout.lines().find_map(|line| line.strip_prefix("CARD "));

@@ -36,6 +36,12 @@ pub(super) enum Problems {
     Internal(Problem),
 }
 
+/// A stream: server-sent events, each `data:` a `StreamResponse` (an
+/// error after the stream began comes as an event too).
+#[derive(utoipa::IntoResponses)]
+#[response(status = 200, content_type = "text/event-stream")]
+pub(super) struct Events(StreamResponse);
+
 /// `SendMessage`: a new task (a message without `taskId`), or the next
 /// message of one. On a task that is `TASK_STATE_INPUT_REQUIRED`, a data
 /// part `{"approved": true|false, "approval_uuid": …}` decides the
@@ -60,11 +66,7 @@ fn message_send() {}
 /// answer artifact, the final status).
 #[utoipa::path(post, path = "/a2a/v1/message:stream", tag = "a2a",
     request_body(content = SendMessageRequest),
-    responses(
-        (status = 200, description = "Server-sent events, each a `StreamResponse`",
-            content_type = "text/event-stream", body = StreamResponse),
-        Problems,
-    ))]
+    responses(Events, Problems))]
 fn message_stream() {}
 
 /// `ListTasks`: the caller's tasks (every task for an admin), newest
@@ -108,22 +110,14 @@ fn tasks_cancel() {}
 /// each `data:` a `StreamResponse`.
 #[utoipa::path(get, path = "/a2a/v1/tasks/{id}:subscribe", tag = "a2a",
     params(("id" = String, Path, description = "Task id")),
-    responses(
-        (status = 200, description = "Server-sent events, each a `StreamResponse`",
-            content_type = "text/event-stream", body = StreamResponse),
-        Problems,
-    ))]
+    responses(Events, Problems))]
 fn tasks_subscribe() {}
 
 /// `SubscribeToTask` as the SDKs send it (`POST`, the body ignored).
 #[utoipa::path(post, path = "/a2a/v1/tasks/{id}:subscribe", tag = "a2a",
     params(("id" = String, Path, description = "Task id")),
     request_body(content = Option<Object>, description = "Ignored"),
-    responses(
-        (status = 200, description = "Server-sent events, each a `StreamResponse`",
-            content_type = "text/event-stream", body = StreamResponse),
-        Problems,
-    ))]
+    responses(Events, Problems))]
 fn tasks_subscribe_post() {}
 
 /// `CreateTaskPushNotificationConfig`: a callback the agent POSTs the
