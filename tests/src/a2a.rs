@@ -127,3 +127,25 @@ pub async fn delegator_with(
     let agent = Agent::start(&path, crate::AgentOptions::with_env(&all)).await;
     (dir, agent)
 }
+
+/// Runs `tests/interop/<script>` with `python` and `args` (stdin closed,
+/// killed when dropped); its output, or a panic naming the script when it
+/// does not end within `secs` seconds or cannot start.
+pub async fn run_interop_script(
+    python: &std::path::Path,
+    script: &str,
+    args: &[&str],
+    secs: u64,
+) -> std::process::Output {
+    let path = crate::workspace_root().join("tests/interop").join(script);
+    let run = tokio::process::Command::new(python)
+        .arg(&path)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(std::time::Duration::from_secs(secs), run)
+        .await
+        .unwrap_or_else(|_| panic!("{script} did not finish within {secs} s"))
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()))
+}

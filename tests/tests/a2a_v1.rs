@@ -12,10 +12,7 @@
 //! The SDK is looked up like `a2a_interop.rs` does; without it the SDK
 //! test is skipped on a developer machine and fails in CI.
 
-use std::process::Stdio;
-use std::time::Duration;
-
-use asg_tests::a2a::{client_sdk_python, sdk_version};
+use asg_tests::a2a::{client_sdk_python, run_interop_script, sdk_version};
 use asg_tests::fake_http::{FakeHttp, Reply};
 use asg_tests::{Agent, AgentOptions, workspace_root};
 use serde_json::{Value, json};
@@ -280,17 +277,9 @@ async fn the_official_python_sdk_speaks_v1_to_the_agent() {
     let (_dir, agent) = agent().await;
     let hook = FakeHttp::start(vec![Reply::status(200, "{}")]).await;
     let hook_url = format!("{}/v1-hook", hook.url);
-    let script = workspace_root().join("tests/interop/a2a_sdk_v1_client.py");
-    let run = tokio::process::Command::new(client_sdk_python())
-        .arg(&script)
-        .args([agent.url.as_str(), ALICE, hook_url.as_str()])
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(180), run)
-        .await
-        .expect("the v1 interop script did not finish within 180 s")
-        .expect("cannot run python3");
+    let args = [agent.url.as_str(), ALICE, hook_url.as_str()];
+    let script = "a2a_sdk_v1_client.py";
+    let output = run_interop_script(&client_sdk_python(), script, &args, 180).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -312,4 +301,121 @@ async fn the_official_python_sdk_speaks_v1_to_the_agent() {
     }
     let bobs = rpc(&agent, BOB, "ListTasks", json!({})).await;
     assert_eq!(bobs["result"]["tasks"], json!([]), "{bobs}");
+}
+
+/// The `CARD` line `tests/interop/a2a_sdk_card_check.py` prints with the
+/// Python at `python`: what that SDK read of the agent's card.
+async fn card_as_read_by(python: &std::path::Path, agent: &Agent) -> Value {
+    let output = run_interop_script(python, "a2a_sdk_card_check.py", &[&agent.url], 60).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stdout.lines().find_map(|line| line.strip_prefix("CARD "));
+    match (output.status.success(), line) {
+        (true, Some(line)) => serde_json::from_str(line).unwrap(),
+        _ => panic!(
+            "{} could not read the card ({}):\n{stdout}\n{stderr}",
+            python.display(),
+            output.status
+        ),
+    }
+}
+
+/// What both SDKs must read of the card of an agent with `auth` (the
+/// v1.0 SDK: scheme → its one-of member; the v0.3 SDK: scheme → its
+/// pydantic class).
+struct Expected {
+    auth: &'static str,
+    v1_schemes: Value,
+    v03_schemes: Value,
+    requirements: Value,
+}
+
+fn card_cases() -> [Expected; 3] {
+    let key_doc = "A static key; also accepted as Authorization: Bearer.";
+    let token_doc = "An access token from the OpenID Connect provider below.";
+    let discovery = "http://127.0.0.1:9/.well-known/openid-configuration";
+    [
+        Expected {
+            auth: "",
+            v1_schemes: json!({}),
+            v03_schemes: json!({}),
+            requirements: json!([]),
+        },
+        Expected {
+            auth: "auth:\n  api_keys:\n    - { name: alice, key_env: ALICE_KEY }\n",
+            v1_schemes: json!({"apiKey": {"apiKeySecurityScheme":
+                {"description": key_doc, "location": "header", "name": "X-API-Key"}}}),
+            v03_schemes: json!({"apiKey": {"APIKeySecurityScheme":
+                {"description": key_doc, "in": "header", "name": "X-API-Key", "type": "apiKey"}}}),
+            requirements: json!([["apiKey"]]),
+        },
+        Expected {
+            auth: "auth:\n  oidc: { issuer: \"http://127.0.0.1:9/\", audience: agent-stop-and-go }\n",
+            v1_schemes: json!({
+                "bearer": {"httpAuthSecurityScheme":
+                    {"description": token_doc, "scheme": "Bearer", "bearerFormat": "JWT"}},
+                "oidc": {"openIdConnectSecurityScheme": {"openIdConnectUrl": discovery}}}),
+            v03_schemes: json!({
+                "bearer": {"HTTPAuthSecurityScheme": {"description": token_doc,
+                    "scheme": "Bearer", "bearerFormat": "JWT", "type": "http"}},
+                "oidc": {"OpenIdConnectSecurityScheme":
+                    {"openIdConnectUrl": discovery, "type": "openIdConnect"}}}),
+            requirements: json!([["bearer"]]),
+        },
+    ]
+}
+
+/// The card of an agent with no auth, with API keys and with OpenID
+/// Connect, as the official Python SDK reads it in both versions: the
+/// v1.0 card (`A2A-Version: 1.0`) parses strictly into a2a-sdk 1.3.0's
+/// `AgentCard` protobuf (no unknown field, every REQUIRED field), and the
+/// card for both versions gives each SDK's client the same schemes and
+/// requirements in its own form, and its own interfaces.
+#[tokio::test]
+async fn both_sdk_versions_read_the_card_and_the_v1_card_is_strictly_v1() {
+    let pythons = [
+        client_sdk_python(),
+        workspace_root().join("target/a2a-sdk-v03/bin/python"),
+    ];
+    for python in &pythons {
+        let probe = std::process::Command::new(python)
+            .args(["-c", "import a2a.client"])
+            .output();
+        if !probe.is_ok_and(|p| p.status.success()) {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must run the card check, but {} has no a2a-sdk",
+                python.display()
+            );
+            eprintln!(
+                "SKIPPED: no a2a-sdk at {}; run scripts/test.sh",
+                python.display()
+            );
+            return;
+        }
+    }
+    for case in card_cases() {
+        let (_dir, config) = asg_tests::config_with("agent-resources.yaml", case.auth);
+        let env = [("ALICE_KEY", ALICE)];
+        let agent = Agent::start(&config, AgentOptions::with_env(&env)).await;
+        let rpc_url = format!("{}/a2a", agent.url);
+        let v1 = card_as_read_by(&pythons[0], &agent).await;
+        assert!(v1["sdk"].as_str().unwrap().starts_with("1."), "{v1}");
+        assert_eq!(v1["strict"], "ok", "{v1}");
+        assert_eq!(v1["schemes"], case.v1_schemes, "{}", case.auth);
+        assert_eq!(v1["requirements"], case.requirements, "{}", case.auth);
+        assert_eq!(
+            v1["interfaces"],
+            json!([
+                [rpc_url, "JSONRPC", "1.0"],
+                [format!("{rpc_url}/v1"), "HTTP+JSON", "1.0"],
+                [rpc_url, "JSONRPC", "0.3.0"]
+            ])
+        );
+        let v03 = card_as_read_by(&pythons[1], &agent).await;
+        assert!(v03["sdk"].as_str().unwrap().starts_with("0.3"), "{v03}");
+        assert_eq!(v03["schemes"], case.v03_schemes, "{}", case.auth);
+        assert_eq!(v03["requirements"], case.requirements, "{}", case.auth);
+        assert_eq!(v03["interfaces"], json!([[rpc_url, "JSONRPC", "0.3.0"]]));
+    }
 }

@@ -91,6 +91,7 @@ pub async fn conversations_index(
             status,
             after: query.page.after.map(|key| (key.at, key.id)),
             limit: query.page.limit,
+            tasks: Default::default(),
         })
         .await?;
     Ok(Json(conversation_list(listed)))

@@ -11,6 +11,8 @@ use utoipa::OpenApi;
 
 use super::{AgentInfo, AppState, approvals, conversations, events, inbox, questions, system};
 
+mod a2a_v1;
+
 /// The OpenAPI description of the REST API.
 #[derive(OpenApi)]
 #[openapi(
@@ -36,7 +38,19 @@ use super::{AgentInfo, AppState, approvals, conversations, events, inbox, questi
         a2a_rpc,
         agent_card,
         agent_card_legacy,
+        a2a_v1::message_send,
+        a2a_v1::message_stream,
+        a2a_v1::tasks_list,
+        a2a_v1::tasks_get,
+        a2a_v1::tasks_cancel,
+        a2a_v1::tasks_subscribe,
+        a2a_v1::tasks_subscribe_post,
+        a2a_v1::push_config_create,
+        a2a_v1::push_configs_list,
+        a2a_v1::push_config_get,
+        a2a_v1::push_config_delete,
     ),
+    components(schemas(crate::api::a2a::v1::rest::Problem)),
     tags(
         (name = "system", description = "Health and tools"),
         (name = "conversations", description = "Conversations and messages"),
@@ -122,12 +136,23 @@ pub struct ApiDoc;
 #[allow(dead_code)]
 fn a2a_rpc() {}
 
-/// The A2A agent card: name, description, the JSON-RPC endpoint (`url`),
-/// capabilities and one skill per tool.
+/// The A2A agent card: name, description, the endpoints, capabilities,
+/// how callers authenticate and one skill per tool. One card for both
+/// versions: the v1.0 fields (`supportedInterfaces`, each security
+/// scheme's one member such as `apiKeySecurityScheme`,
+/// `securityRequirements`) with the v0.3 fields beside them (`url`,
+/// `protocolVersion`, `preferredTransport`, each scheme's `type`,
+/// `security`), as the a2a-sdk 1.3.0 server serves its own. With
+/// `A2A-Version: 1.0` the v1.0 card alone (no v0.3 field).
 #[utoipa::path(get, path = "/.well-known/agent-card.json", tag = "a2a",
-    responses((status = 200, description = "The agent card (A2A v0.3)", body = serde_json::Value,
+    params(("A2A-Version" = Option<String>, Header, description = "`1.0`: the v1.0 card alone")),
+    responses((status = 200, description = "The agent card (v1.0 with the v0.3 fields; here without `auth:`)", body = serde_json::Value,
         example = json!({"name": "resource-manager", "description": "Lists, adds and removes resources; asks a human before any change.",
             "url": "http://127.0.0.1:8080/a2a", "version": "0.1.0", "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC",
+            "supportedInterfaces": [
+                {"url": "http://127.0.0.1:8080/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                {"url": "http://127.0.0.1:8080/a2a/v1", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+                {"url": "http://127.0.0.1:8080/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3.0"}],
             "capabilities": {"streaming": true, "pushNotifications": true, "stateTransitionHistory": false},
             "defaultInputModes": ["text/plain", "application/json"], "defaultOutputModes": ["text/plain", "application/json"],
             "skills": [{"id": "resources_add", "name": "resources_add", "description": "Add a resource with a `name` and an integer `value`.", "tags": ["mcp", "destructive"]}],

@@ -36,7 +36,7 @@ use rows::put_entry;
 
 /// Bump when the schema or the meaning of a column changes: an older
 /// catalog is then rebuilt.
-const FORMAT: &str = "2";
+const FORMAT: &str = "3";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -48,7 +48,10 @@ CREATE TABLE IF NOT EXISTS conversations (
     had_approval INTEGER NOT NULL,
     unfinished INTEGER NOT NULL,
     deadline INTEGER,
-    dirty INTEGER NOT NULL
+    dirty INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    task_state TEXT NOT NULL,
+    context_id TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS conversations_newest ON conversations (created_at DESC, id);
 CREATE INDEX IF NOT EXISTS conversations_dirty ON conversations (id) WHERE dirty = 1;
@@ -59,6 +62,7 @@ CREATE INDEX IF NOT EXISTS conversations_approval ON conversations (created_at D
     WHERE had_approval;
 CREATE INDEX IF NOT EXISTS conversations_deadline ON conversations (deadline)
     WHERE deadline IS NOT NULL;
+CREATE INDEX IF NOT EXISTS conversations_context ON conversations (context_id, created_at DESC, id);
 CREATE TABLE IF NOT EXISTS approvals (
     uuid BLOB PRIMARY KEY,
     conversation_id BLOB NOT NULL
@@ -205,6 +209,7 @@ impl Catalog {
             Ok(connection)
         };
         let writer = connect()?;
+        drop_older_format(&writer).map_err(db_error("drop an older format's tables"))?;
         // Saves never checkpoint (a checkpoint syncs): the checkpointer
         // thread does, beside them.
         writer
@@ -421,6 +426,27 @@ impl Catalog {
             summary,
         })
     }
+}
+
+/// Drops the tables of a catalog of another format (they are made again
+/// with this format's columns, and rebuilt from the files: the format
+/// recorded stays the older one until then).
+fn drop_older_format(writer: &Connection) -> rusqlite::Result<()> {
+    writer.execute_batch(
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+    )?;
+    let format: Option<String> = writer
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    if format.is_some_and(|format| format != FORMAT) {
+        writer.execute_batch(
+            "DROP TABLE IF EXISTS conversations; DROP TABLE IF EXISTS approvals; \
+             DROP TABLE IF EXISTS pending;",
+        )?;
+    }
+    Ok(())
 }
 
 /// This boot of the machine (Linux); `None` elsewhere, where a catalog

@@ -25,6 +25,7 @@ pub mod postgres;
 
 use std::sync::Arc;
 
+use asg_shared::a2a::TaskState;
 use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -51,6 +52,31 @@ pub struct ListQuery {
     pub after: Option<(DateTime<Utc>, Uuid)>,
     /// At most this many.
     pub limit: usize,
+    /// Filters on the A2A task view (`ListTasks`): on the page and on its
+    /// counts alike.
+    pub tasks: TaskFilter,
+}
+
+/// Filters on a conversation's A2A task view, which the stores keep in
+/// listing columns at every save ([`task_columns`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskFilter {
+    /// Only tasks in this state.
+    pub state: Option<TaskState>,
+    /// Only tasks of this context (`contextId`).
+    pub context_id: Option<String>,
+    /// Only tasks whose status changed at or after this time (the task's
+    /// status timestamp is the conversation's `updated_at`).
+    pub changed_since: Option<DateTime<Utc>>,
+}
+
+/// What [`TaskFilter`] reads of a conversation: its A2A task state and
+/// its context id, as the A2A doors report them.
+pub fn task_columns(conversation: &Conversation) -> (TaskState, String) {
+    (
+        crate::a2a::mapping::task_state(conversation),
+        crate::a2a::mapping::context_of(conversation),
+    )
 }
 
 /// One page of conversations.
@@ -61,7 +87,8 @@ pub struct ListPage {
     /// When more follow: the key to list after (the last one's, as the
     /// store orders it).
     pub next: Option<(DateTime<Utc>, Uuid)>,
-    /// Counts by status of every conversation in scope.
+    /// Counts by status of every conversation in scope that passes the
+    /// task filters (the `status` filter is the page's alone).
     pub summary: StatusCounts,
 }
 

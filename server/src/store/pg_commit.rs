@@ -44,6 +44,9 @@ struct Row {
     had_approval: bool,
     /// Every approval uuid the conversation has or had.
     approvals: Vec<Uuid>,
+    /// The A2A task state and context id ([`super::task_columns`]).
+    task_state: &'static str,
+    context_id: String,
 }
 
 impl Save {
@@ -56,6 +59,7 @@ impl Save {
         let doc = serde_json::to_value(conversation)
             .map_err(|e| StoreError(format!("cannot serialize the conversation: {e}")))?;
         let (done, outcome) = oneshot::channel();
+        let (task_state, context_id) = super::task_columns(conversation);
         let row = Row {
             id: conversation.id,
             status: conversation.status.as_str(),
@@ -66,6 +70,8 @@ impl Save {
             owner: conversation.owner.clone(),
             had_approval: conversation.had_approval(),
             approvals: conversation.approval_uuids().collect(),
+            task_state: task_state.as_str(),
+            context_id,
         };
         Ok((Save { row, done }, outcome))
     }
@@ -146,20 +152,29 @@ async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String>
     let tokens = rows.iter().map(|r| r.token).collect::<Vec<_>>();
     let owners_of = rows.iter().map(|r| r.owner.clone()).collect::<Vec<_>>();
     let had = rows.iter().map(|r| r.had_approval).collect::<Vec<_>>();
+    let states = rows.iter().map(|r| r.task_state).collect::<Vec<_>>();
+    let contexts = rows
+        .iter()
+        .map(|r| r.context_id.clone())
+        .collect::<Vec<_>>();
     let docs = rows.into_iter().map(|r| r.doc).collect::<Vec<_>>();
     let query = sqlx::query_scalar(
         "WITH saved AS ( \
            INSERT INTO conversations (id, status, created_at, updated_at, doc, lease_token, \
-                                      lease_until, owner, had_approval) \
+                                      lease_until, owner, had_approval, task_state, context_id) \
            SELECT r.id, r.status, r.created_at, r.updated_at, r.doc, r.token, \
-                  now() + make_interval(secs => $9), r.owner, r.had_approval \
+                  now() + make_interval(secs => $9), r.owner, r.had_approval, \
+                  r.task_state, r.context_id \
            FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[], \
-                       $5::jsonb[], $6::uuid[], $10::text[], $11::bool[]) \
-             AS r(id, status, created_at, updated_at, doc, token, owner, had_approval) \
+                       $5::jsonb[], $6::uuid[], $10::text[], $11::bool[], $12::text[], \
+                       $13::text[]) \
+             AS r(id, status, created_at, updated_at, doc, token, owner, had_approval, \
+                  task_state, context_id) \
            ORDER BY r.id \
            ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, \
              updated_at = EXCLUDED.updated_at, doc = EXCLUDED.doc, \
-             owner = EXCLUDED.owner, had_approval = EXCLUDED.had_approval \
+             owner = EXCLUDED.owner, had_approval = EXCLUDED.had_approval, \
+             task_state = EXCLUDED.task_state, context_id = EXCLUDED.context_id \
            WHERE conversations.lease_token = EXCLUDED.lease_token \
            RETURNING id), \
          approvals AS ( \
@@ -180,7 +195,9 @@ async fn commit(pool: &PgPool, batch: Vec<Row>) -> Result<HashSet<Uuid>, String>
     .bind(owners)
     .bind(LEASE_TTL.as_secs_f64())
     .bind(owners_of)
-    .bind(had);
+    .bind(had)
+    .bind(states)
+    .bind(contexts);
     let saved: Vec<Uuid> = super::postgres::limited(query.fetch_all(pool))
         .await
         .map_err(|e| format!("cannot save: {e}"))?;
@@ -206,6 +223,8 @@ mod tests {
             owner: None,
             had_approval: true,
             approvals: vec![Uuid::from_u128(id.as_u128() + 100)],
+            task_state: "working",
+            context_id: id.to_string(),
         }
     }
 

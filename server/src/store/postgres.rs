@@ -109,6 +109,12 @@ impl PgStore {
     pub async fn open(url: &str, max_connections: u32) -> Result<PgStore, StoreError> {
         let pool = connect(url, max_connections).await?;
         migrate(&pool).await?;
+        let filled = PgStore::fill_task_columns(&pool)
+            .await
+            .map_err(|e| StoreError(format!("cannot fill in the task columns: {e}")))?;
+        if filled > 0 {
+            tracing::info!(conversations = filled, "task columns filled in");
+        }
         tracing::info!(database = %describe(url), "using the PostgreSQL store");
         let up = Arc::new(AtomicBool::new(true));
         tokio::spawn(watch_health(
@@ -164,51 +170,69 @@ impl PgStore {
     }
 }
 
-/// The listing's filter on the scope's booleans and subject ($1-$4).
-macro_rules! in_scope {
+/// The listing's filter on the scope's booleans and subject ($1-$4) and
+/// on the task filters ($5-$7: state, context id, changed since).
+macro_rules! listed {
     () => {
-        "($1 OR owner = $2 OR (owner IS NULL AND $3) OR ($4 AND had_approval))"
+        "($1 OR owner = $2 OR (owner IS NULL AND $3) OR ($4 AND had_approval)) \
+         AND ($5::text IS NULL OR task_state = $5) \
+         AND ($6::text IS NULL OR context_id = $6) \
+         AND ($7::timestamptz IS NULL OR updated_at >= $7)"
     };
+}
+
+/// `statement` with the values of [`listed`] bound ($1-$7).
+fn bind_listed<'q>(
+    statement: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    query: &'q ListQuery,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let (scope, tasks) = (&query.scope, &query.tasks);
+    statement
+        .bind(scope.everything)
+        .bind(&scope.subject)
+        .bind(scope.anonymous)
+        .bind(scope.approvals)
+        .bind(tasks.state.map(|s| s.as_str()))
+        .bind(tasks.context_id.as_deref())
+        .bind(tasks.changed_since)
 }
 
 impl PgStore {
     /// [`Store::list_page`]: the counts, then the page (one row more than
     /// asked tells whether more follow).
     async fn list(&self, query: &ListQuery) -> Result<ListPage, sqlx::Error> {
-        let scope = &query.scope;
-        let counts: Vec<(String, i64)> = limited(
-            sqlx::query_as(concat!(
-                "SELECT status, count(*) FROM conversations WHERE ",
-                in_scope!(),
-                " GROUP BY status"
-            ))
-            .bind(scope.everything)
-            .bind(&scope.subject)
-            .bind(scope.anonymous)
-            .bind(scope.approvals)
+        let counts = limited(
+            bind_listed(
+                sqlx::query(concat!(
+                    "SELECT status, count(*) FROM conversations WHERE ",
+                    listed!(),
+                    " GROUP BY status"
+                )),
+                query,
+            )
             .fetch_all(&self.pool),
         )
         .await?;
         let mut summary = StatusCounts::default();
-        for (status, count) in counts {
+        for row in counts {
+            let (status, count): (String, i64) = (row.get(0), row.get(1));
             if let Some(status) = ConversationStatus::parse(&status) {
                 summary.add(status, usize::try_from(count).unwrap_or(0));
             }
         }
         let (at, id) = query.after.unzip();
         let rows = limited(
-            sqlx::query(concat!(
-                "SELECT id, doc, created_at FROM conversations WHERE ",
-                in_scope!(),
-                " AND ($5::text IS NULL OR status = $5) \
-                 AND ($6::timestamptz IS NULL OR created_at < $6 \
-                      OR (created_at = $6 AND id > $7)) \
-                 ORDER BY created_at DESC, id LIMIT $8"
-            ))
-            .bind(scope.everything)
-            .bind(&scope.subject)
-            .bind(scope.anonymous)
-            .bind(scope.approvals)
+            bind_listed(
+                sqlx::query(concat!(
+                    "SELECT id, doc, created_at FROM conversations WHERE ",
+                    listed!(),
+                    " AND ($8::text IS NULL OR status = $8) \
+                     AND ($9::timestamptz IS NULL OR created_at < $9 \
+                          OR (created_at = $9 AND id > $10)) \
+                     ORDER BY created_at DESC, id LIMIT $11"
+                )),
+                query,
+            )
             .bind(query.status.map(|s| s.as_str()))
             .bind(at)
             .bind(id)
@@ -230,6 +254,64 @@ impl PgStore {
         }
         Ok(page)
     }
+
+    /// Fills in the task columns ([`super::task_columns`]) of the rows
+    /// that have none (saved before migration 7, or by an earlier
+    /// release's replica), from their documents, a batch at a time. A row
+    /// saved meanwhile keeps what its save wrote; an unreadable document
+    /// gets the state `unknown`.
+    async fn fill_task_columns(pool: &PgPool) -> Result<usize, sqlx::Error> {
+        let mut filled = 0;
+        loop {
+            let rows: Vec<(Uuid, serde_json::Value)> = limited(
+                sqlx::query_as(
+                    "SELECT id, doc FROM conversations WHERE task_state IS NULL \
+                     ORDER BY id LIMIT 500",
+                )
+                .fetch_all(pool),
+            )
+            .await?;
+            if rows.is_empty() {
+                return Ok(filled);
+            }
+            filled += rows.len();
+            let (ids, states, contexts) = task_columns_of(rows);
+            limited(
+                sqlx::query(
+                    "UPDATE conversations c SET task_state = r.task_state, \
+                       context_id = r.context_id \
+                     FROM unnest($1::uuid[], $2::text[], $3::text[]) \
+                       AS r(id, task_state, context_id) \
+                     WHERE c.id = r.id AND c.task_state IS NULL",
+                )
+                .bind(ids)
+                .bind(states)
+                .bind(contexts)
+                .execute(pool),
+            )
+            .await?;
+        }
+    }
+}
+
+/// The task columns of stored documents, as three arrays.
+fn task_columns_of(
+    rows: Vec<(Uuid, serde_json::Value)>,
+) -> (Vec<Uuid>, Vec<&'static str>, Vec<String>) {
+    let mut columns = (Vec::new(), Vec::new(), Vec::new());
+    for (id, doc) in rows {
+        let (state, context) = match serde_json::from_value::<Conversation>(doc) {
+            Ok(conversation) => {
+                let (state, context) = super::task_columns(&conversation);
+                (state.as_str(), context)
+            }
+            Err(_) => ("unknown", id.to_string()),
+        };
+        columns.0.push(id);
+        columns.1.push(state);
+        columns.2.push(context);
+    }
+    columns
 }
 
 /// Pings the database every [`HEALTH_CHECK`]; ends with the store.

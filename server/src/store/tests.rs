@@ -15,6 +15,7 @@ use asg_tests::pg::TestDb;
 
 mod journal;
 mod json_catalog;
+mod task_filters;
 mod throughput;
 
 /// A store of either kind, with what keeps it alive.
@@ -170,6 +171,7 @@ async fn list(
         status,
         after,
         limit,
+        tasks: Default::default(),
     };
     blocking(store, move |s| s.list_page(&query).unwrap()).await
 }

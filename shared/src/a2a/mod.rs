@@ -21,7 +21,9 @@ pub struct AgentCard {
     pub name: String,
     /// What it does.
     pub description: String,
-    /// Absolute URL of the JSON-RPC endpoint.
+    /// Absolute URL of the JSON-RPC endpoint (v0.3; a v1.0 card has none
+    /// and names its endpoints in `supportedInterfaces`).
+    #[serde(default)]
     pub url: String,
     /// Agent version.
     #[serde(default)]
@@ -54,12 +56,18 @@ pub struct AgentCard {
     /// Human documentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
-    /// How callers authenticate: scheme name → OpenAPI-style security
-    /// scheme (v0.3 `securitySchemes`).
+    /// How callers authenticate: scheme name → security scheme, as the
+    /// card's author wrote it. This server writes both forms in one object
+    /// ([`v1::SecurityScheme::both_forms`]): v0.3's OpenAPI fields (`type`,
+    /// …) and v1.0's one member (`httpAuthSecurityScheme`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security_schemes: Option<serde_json::Map<String, serde_json::Value>>,
     /// Which schemes are required: any one of the listed alternatives
-    /// (v0.3 `security`).
+    /// (v1.0 `securityRequirements`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_requirements: Vec<v1::SecurityRequirement>,
+    /// The same alternatives in the v0.3 form (`security`: scheme name →
+    /// scopes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
 }

@@ -42,8 +42,141 @@ pub struct AgentInterface {
     pub tenant: Option<String>,
 }
 
+/// How a caller authenticates (v1.0 `SecurityScheme`): exactly one member,
+/// named by the scheme's kind (`{"httpAuthSecurityScheme": {…}}`), where
+/// v0.3 has an OpenAPI object with a `type` ([`SecurityScheme::v03`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SecurityScheme {
+    /// An API key in a header, query parameter or cookie.
+    ApiKeySecurityScheme(ApiKeySecurityScheme),
+    /// HTTP authentication (`Bearer`, …).
+    HttpAuthSecurityScheme(HttpAuthSecurityScheme),
+    /// OpenID Connect, by its discovery URL.
+    OpenIdConnectSecurityScheme(OpenIdConnectSecurityScheme),
+}
+
+/// An API key (v1.0 `APIKeySecurityScheme`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKeySecurityScheme {
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `header`, `query` or `cookie` (v0.3: `in`).
+    pub location: String,
+    /// The header, parameter or cookie name.
+    pub name: String,
+}
+
+/// HTTP authentication (v1.0 `HTTPAuthSecurityScheme`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpAuthSecurityScheme {
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The RFC 7235 scheme (`Bearer`).
+    pub scheme: String,
+    /// What the bearer token is (`JWT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_format: Option<String>,
+}
+
+/// OpenID Connect (v1.0 `OpenIdConnectSecurityScheme`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenIdConnectSecurityScheme {
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The provider's discovery document.
+    pub open_id_connect_url: String,
+}
+
+impl SecurityScheme {
+    /// The names a v1.0 scheme's one member may have (the proto's one-of,
+    /// OAuth 2 and mutual TLS included).
+    pub const MEMBERS: [&str; 5] = [
+        "apiKeySecurityScheme",
+        "httpAuthSecurityScheme",
+        "oauth2SecurityScheme",
+        "openIdConnectSecurityScheme",
+        "mtlsSecurityScheme",
+    ];
+
+    /// The v0.3 form: an OpenAPI security scheme object with its `type`.
+    pub fn v03(&self) -> Map<String, Value> {
+        let (kind, description, fields) = match self {
+            SecurityScheme::ApiKeySecurityScheme(key) => (
+                "apiKey",
+                &key.description,
+                vec![("in", Some(&key.location)), ("name", Some(&key.name))],
+            ),
+            SecurityScheme::HttpAuthSecurityScheme(http) => (
+                "http",
+                &http.description,
+                vec![
+                    ("scheme", Some(&http.scheme)),
+                    ("bearerFormat", http.bearer_format.as_ref()),
+                ],
+            ),
+            SecurityScheme::OpenIdConnectSecurityScheme(oidc) => (
+                "openIdConnect",
+                &oidc.description,
+                vec![("openIdConnectUrl", Some(&oidc.open_id_connect_url))],
+            ),
+        };
+        let mut object = Map::new();
+        object.insert("type".into(), Value::from(kind));
+        for (key, value) in fields
+            .into_iter()
+            .chain([("description", description.as_ref())])
+        {
+            if let Some(value) = value {
+                object.insert(key.into(), Value::from(value.as_str()));
+            }
+        }
+        object
+    }
+
+    /// The scheme as both versions read it: the v0.3 object with the
+    /// v1.0 member beside its fields, the form the a2a-sdk 1.3.0 server
+    /// serves (its 1.x clients read the member, 0.3.x clients the rest).
+    pub fn both_forms(&self) -> Map<String, Value> {
+        let mut object = self.v03();
+        if let Ok(Value::Object(member)) = serde_json::to_value(self) {
+            object.extend(member);
+        }
+        object
+    }
+}
+
+/// Which schemes a caller must satisfy, all of them (v1.0
+/// `SecurityRequirement`): scheme name → the scopes it needs. A card's
+/// list of requirements means any one of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecurityRequirement {
+    /// Scheme name (a key of the card's `securitySchemes`) → scopes.
+    #[serde(default)]
+    pub schemes: std::collections::BTreeMap<String, StringList>,
+}
+
+/// A list of strings (v1.0 `StringList`, the scopes of a requirement).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StringList {
+    /// The strings.
+    #[serde(default)]
+    pub list: Vec<String>,
+}
+
 /// Task lifecycle states, as v1.0 names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskState)
+)]
 pub enum TaskState {
     /// Not given (a filter that matches every state).
     #[serde(rename = "TASK_STATE_UNSPECIFIED")]
@@ -90,8 +223,30 @@ impl From<v03::TaskState> for TaskState {
     }
 }
 
+impl TaskState {
+    /// The v0.3 state; none for `TASK_STATE_UNSPECIFIED`.
+    pub fn v03(self) -> Option<v03::TaskState> {
+        match self {
+            TaskState::Unspecified => None,
+            TaskState::Submitted => Some(v03::TaskState::Submitted),
+            TaskState::Working => Some(v03::TaskState::Working),
+            TaskState::Completed => Some(v03::TaskState::Completed),
+            TaskState::Failed => Some(v03::TaskState::Failed),
+            TaskState::Canceled => Some(v03::TaskState::Canceled),
+            TaskState::InputRequired => Some(v03::TaskState::InputRequired),
+            TaskState::Rejected => Some(v03::TaskState::Rejected),
+            TaskState::AuthRequired => Some(v03::TaskState::AuthRequired),
+        }
+    }
+}
+
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Role)
+)]
 pub enum Role {
     /// Not given.
     #[serde(rename = "ROLE_UNSPECIFIED")]
@@ -107,6 +262,11 @@ pub enum Role {
 /// One part of a message or artifact: exactly one of `text`, `raw`
 /// (base64), `url` or `data` (any JSON value), no `kind`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Part)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Part {
     /// Text content.
@@ -123,6 +283,7 @@ pub struct Part {
     pub data: Option<Value>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
     /// File name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +360,11 @@ impl TryFrom<Part> for v03::Part {
 
 /// A message between client and agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Message)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// Unique id chosen by the sender.
@@ -217,6 +383,7 @@ pub struct Message {
     pub parts: Vec<Part>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
     /// Extensions the message uses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -275,6 +442,11 @@ impl TryFrom<Message> for v03::A2aMessage {
 
 /// A task's status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskStatus)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
     /// State.
@@ -299,6 +471,11 @@ impl From<&v03::TaskStatus> for TaskStatus {
 
 /// Output of a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Artifact)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     /// Identifier.
@@ -314,6 +491,7 @@ pub struct Artifact {
     pub parts: Vec<Part>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -331,6 +509,11 @@ impl From<&v03::Artifact> for Artifact {
 
 /// A task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::Task)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     /// Task id (here: the conversation id).
@@ -347,6 +530,7 @@ pub struct Task {
     pub history: Vec<Message>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -365,6 +549,11 @@ impl From<&v03::Task> for Task {
 
 /// A status change in a stream (no `final`: the stream's end says it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskStatusUpdateEvent)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
     /// Task id.
@@ -375,11 +564,17 @@ pub struct TaskStatusUpdateEvent {
     pub status: TaskStatus,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
 /// A new or extended artifact in a stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskArtifactUpdateEvent)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
     /// Task id.
@@ -399,6 +594,11 @@ pub struct TaskArtifactUpdateEvent {
 /// `SendMessage`'s result and every event of a stream: exactly one of
 /// its fields (`{"task": …}`, `{"statusUpdate": …}`, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::StreamResponse)
+)]
 #[serde(rename_all = "camelCase")]
 pub enum StreamResponse {
     /// A task.
@@ -437,6 +637,11 @@ impl From<&v03::SendResult> for StreamResponse {
 
 /// `SendMessage` / `SendStreamingMessage` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::SendMessageRequest)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
     /// The message.
@@ -446,11 +651,17 @@ pub struct SendMessageRequest {
     pub configuration: Option<SendMessageConfiguration>,
     /// Extra data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<Map<String, Value>>,
 }
 
 /// `SendMessage` options.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::SendMessageConfiguration)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     /// Accepted output media types.
@@ -501,6 +712,9 @@ pub struct ListTasksRequest {
     /// Most history messages per task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i64>,
+    /// Only tasks whose status changed at or after this RFC 3339 time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timestamp_after: Option<String>,
     /// Include the artifacts (default no).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_artifacts: Option<bool>,
@@ -508,6 +722,11 @@ pub struct ListTasksRequest {
 
 /// `ListTasks` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::ListTasksResponse)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
     /// The page, newest first.
@@ -516,7 +735,7 @@ pub struct ListTasksResponse {
     pub next_page_token: String,
     /// The page size used.
     pub page_size: i64,
-    /// How many tasks the caller may list in all.
+    /// How many tasks match the filters in all, on every page.
     pub total_size: i64,
 }
 
@@ -524,6 +743,11 @@ pub struct ListTasksResponse {
 /// results and `CreateTaskPushNotificationConfig` params). `Debug`
 /// hides the token and credentials.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::TaskPushNotificationConfig)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
     /// The config's id within its task.
@@ -558,6 +782,11 @@ impl std::fmt::Debug for TaskPushNotificationConfig {
 /// Credentials for a push callback: one scheme (`Bearer`, …) and its
 /// credential.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::AuthenticationInfo)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticationInfo {
     /// The scheme.
@@ -619,6 +848,11 @@ pub struct TaskPushConfigRequest {
 
 /// `ListTaskPushNotificationConfigs` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = a2a::v1::ListTaskPushNotificationConfigsResponse)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsResponse {
     /// Every config of the task.
@@ -680,6 +914,42 @@ mod tests {
         let v03: v03::A2aMessage = message.try_into().unwrap();
         assert_eq!(v03.role, v03::MessageRole::User);
         assert_eq!(v03.text(), "hi");
+    }
+
+    #[test]
+    fn security_schemes_are_one_member_objects_and_carry_the_v03_form_beside() {
+        let key = SecurityScheme::ApiKeySecurityScheme(ApiKeySecurityScheme {
+            description: None,
+            location: "header".into(),
+            name: "X-API-Key".into(),
+        });
+        assert_eq!(
+            serde_json::to_value(&key).unwrap(),
+            json!({"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}})
+        );
+        assert_eq!(
+            Value::Object(key.both_forms()),
+            json!({"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"},
+                "type": "apiKey", "in": "header", "name": "X-API-Key"})
+        );
+        let bearer = SecurityScheme::HttpAuthSecurityScheme(HttpAuthSecurityScheme {
+            description: Some("a token".into()),
+            scheme: "Bearer".into(),
+            bearer_format: Some("JWT".into()),
+        });
+        assert_eq!(
+            Value::Object(bearer.v03()),
+            json!({"type": "http", "scheme": "Bearer", "bearerFormat": "JWT", "description": "a token"})
+        );
+        for scheme in [key, bearer] {
+            let member = serde_json::to_value(&scheme).unwrap();
+            let name = member.as_object().unwrap().keys().next().unwrap().clone();
+            assert!(SecurityScheme::MEMBERS.contains(&name.as_str()), "{name}");
+            assert_eq!(
+                serde_json::from_value::<SecurityScheme>(member).unwrap(),
+                scheme
+            );
+        }
     }
 
     #[test]

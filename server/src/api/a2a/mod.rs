@@ -142,19 +142,8 @@ pub(crate) fn call_for(
     }
 }
 
-/// The methods this server answers; anything else counts as `unknown`
-/// (a caller chooses the method name: it never becomes a label).
-const METHODS: [&str; 19] = [
-    "SendMessage",
-    "SendStreamingMessage",
-    "GetTask",
-    "ListTasks",
-    "CancelTask",
-    "SubscribeToTask",
-    "CreateTaskPushNotificationConfig",
-    "GetTaskPushNotificationConfig",
-    "ListTaskPushNotificationConfigs",
-    "DeleteTaskPushNotificationConfig",
+/// The v0.3 JSON-RPC method names (the v1.0 ones are [`v1::METHODS`]).
+const V03_METHODS: [&str; 9] = [
     "message/send",
     "message/stream",
     "tasks/resubscribe",
@@ -166,9 +155,13 @@ const METHODS: [&str; 19] = [
     "tasks/pushNotificationConfig/delete",
 ];
 
+/// The metrics label of a method: its name when this server answers it
+/// (v1.0 or v0.3), else `unknown` (a caller chooses the method name: it
+/// never becomes a label by itself).
 fn method_label(method: &str) -> &'static str {
-    METHODS
+    v1::METHODS
         .iter()
+        .chain(V03_METHODS.iter())
         .find(|known| **known == method)
         .copied()
         .unwrap_or("unknown")
@@ -221,10 +214,8 @@ async fn dispatch(
         other => Err(RpcError::new(
             error_codes::METHOD_NOT_FOUND,
             format!(
-                "method {other:?} not found; supported: message/send, message/stream, \
-                 tasks/get, tasks/cancel, tasks/resubscribe, tasks/pushNotificationConfig/set, \
-                 tasks/pushNotificationConfig/get, tasks/pushNotificationConfig/list, \
-                 tasks/pushNotificationConfig/delete"
+                "method {other:?} not found; supported: {}",
+                V03_METHODS.join(", ")
             ),
         )),
     };

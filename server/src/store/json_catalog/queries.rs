@@ -76,6 +76,20 @@ fn where_in_scope(scope: &ReadScope) -> Sql {
     sql
 }
 
+/// `AND` the task filters of `query` (none: nothing).
+fn task_filters(sql: &mut Sql, query: &ListQuery) {
+    let filter = &query.tasks;
+    if let Some(state) = filter.state {
+        sql.push(" AND task_state = ?", [Value::Text(state.as_str().into())]);
+    }
+    if let Some(context) = &filter.context_id {
+        sql.push(" AND context_id = ?", [Value::Text(context.clone())]);
+    }
+    if let Some(since) = filter.changed_since {
+        sql.push(" AND updated_at >= ?", [Value::Integer(nanos(since))]);
+    }
+}
+
 /// One page of `(approval, conversation)` keys `query` lists, one more
 /// than asked (it tells whether more follow).
 pub(super) fn pending_rows(
@@ -117,12 +131,14 @@ pub(super) fn pending_rows(
         .collect())
 }
 
-/// Counts by status of every conversation in the query's scope.
+/// Counts by status of every conversation in the query's scope that
+/// passes its task filters.
 pub(super) fn counts(reader: &Connection, query: &ListQuery) -> rusqlite::Result<StatusCounts> {
     let mut sql = Sql::new("SELECT status, count(*) FROM conversations");
     let scope = where_in_scope(&query.scope);
-    sql.push(&scope.text, scope.values)
-        .push(" GROUP BY status", []);
+    sql.push(&scope.text, scope.values);
+    task_filters(&mut sql, query);
+    sql.push(" GROUP BY status", []);
     let rows = sql.rows(reader, |row| {
         Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
     })?;
@@ -149,6 +165,7 @@ pub(super) fn page_rows(
             [Value::Text(status.as_str().to_string())],
         );
     }
+    task_filters(&mut sql, query);
     if let Some((at, id)) = query.after {
         let at = Value::Integer(nanos(at));
         sql.push(

@@ -17,6 +17,9 @@ pub(in crate::store) struct Entry {
     had_approval: bool,
     unfinished: bool,
     deadline: Option<i64>,
+    updated_at: i64,
+    task_state: &'static str,
+    context_id: String,
     approvals: Vec<Uuid>,
     pending: Vec<Pending>,
 }
@@ -52,6 +55,7 @@ impl Entry {
             .pending()
             .iter()
             .any(|p| p.state == ApprovalState::Executing);
+        let (task_state, context_id) = crate::store::task_columns(conversation);
         Entry {
             id: conversation.id,
             created_at: nanos(conversation.created_at),
@@ -60,6 +64,9 @@ impl Entry {
             had_approval: conversation.had_approval(),
             unfinished: conversation.turn_in_progress || executing,
             deadline: crate::store::next_deadline(conversation).map(nanos),
+            updated_at: nanos(conversation.updated_at),
+            task_state: task_state.as_str(),
+            context_id,
             approvals: conversation.approval_uuids().collect(),
             pending: conversation.pending().iter().map(Pending::of).collect(),
         }
@@ -74,12 +81,15 @@ pub(super) fn put_entry(
     let id = entry.id.as_bytes().as_slice();
     tx.execute(
         "INSERT INTO conversations \
-           (id, created_at, status, owner, had_approval, unfinished, deadline, dirty) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+           (id, created_at, status, owner, had_approval, unfinished, deadline, dirty, \
+            updated_at, task_state, context_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
          ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, \
            status = excluded.status, owner = excluded.owner, \
            had_approval = excluded.had_approval, unfinished = excluded.unfinished, \
-           deadline = excluded.deadline, dirty = excluded.dirty",
+           deadline = excluded.deadline, dirty = excluded.dirty, \
+           updated_at = excluded.updated_at, task_state = excluded.task_state, \
+           context_id = excluded.context_id",
         params![
             id,
             entry.created_at,
@@ -88,7 +98,10 @@ pub(super) fn put_entry(
             entry.had_approval,
             entry.unfinished,
             entry.deadline,
-            dirty
+            dirty,
+            entry.updated_at,
+            entry.task_state,
+            entry.context_id
         ],
     )?;
     let mut approval = tx.prepare_cached(

@@ -207,3 +207,37 @@ async fn the_catalog_is_readable_by_the_owner_only() {
     let wal = catalog.with_extension("sqlite3-wal");
     assert_eq!(mode(&wal), 0o600);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_of_an_older_format_is_rebuilt_with_this_formats_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let (waiting, _) = waiting_for_approval(2, "waiting");
+    let saved = waiting.clone();
+    blocking(&store, move |s| save(s, &saved).unwrap()).await;
+    drop(store);
+    // As format 2 left it: no task columns.
+    sql(
+        dir.path(),
+        "DROP TABLE conversations; \
+         CREATE TABLE conversations (id BLOB PRIMARY KEY, created_at INTEGER NOT NULL, \
+           status TEXT NOT NULL, owner TEXT, had_approval INTEGER NOT NULL, \
+           unfinished INTEGER NOT NULL, deadline INTEGER, dirty INTEGER NOT NULL) WITHOUT ROWID; \
+         UPDATE meta SET value = '2' WHERE key = 'format';",
+    );
+    let store = open(dir.path());
+    let tasks = crate::store::TaskFilter {
+        state: Some(asg_shared::a2a::TaskState::InputRequired),
+        ..Default::default()
+    };
+    let query = crate::store::ListQuery {
+        scope: scope("alice", false),
+        status: None,
+        after: None,
+        limit: 10,
+        tasks,
+    };
+    let page = blocking(&store, move |s| s.list_page(&query).unwrap()).await;
+    assert_eq!(texts(&page), ["waiting"]);
+    assert_eq!(page.summary.total, 1);
+}

@@ -28,8 +28,8 @@ pub use asg_shared::a2a::v1::PROTOCOL_VERSION;
 /// The request and response header naming the protocol version.
 pub const VERSION_HEADER: &str = "a2a-version";
 
-/// The v1.0 JSON-RPC method names.
-const METHODS: [&str; 10] = [
+/// The v1.0 JSON-RPC method names (also the metrics labels of v1.0).
+pub(crate) const METHODS: [&str; 10] = [
     "SendMessage",
     "SendStreamingMessage",
     "GetTask",

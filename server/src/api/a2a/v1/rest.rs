@@ -169,6 +169,9 @@ async fn tasks_get(
     if let Some(id) = segment.strip_suffix(":subscribe") {
         return subscribe(call, id).await;
     }
+    if segment.contains(':') {
+        return finish("unknown", problem(&no_such_method("GET", &segment)));
+    }
     let mut params = query_params(query.as_deref());
     params["id"] = Value::from(segment);
     let response = match super::super::tasks_get(&call, Some(params)).await {
@@ -198,13 +201,7 @@ async fn tasks_post(
         return subscribe(call, id).await;
     }
     let Some(id) = segment.strip_suffix(":cancel") else {
-        let error = RpcError::new(
-            error_codes::METHOD_NOT_FOUND,
-            format!(
-                "POST {PREFIX}/tasks/{segment} is not a method; use /tasks/{{id}}:cancel or /tasks/{{id}}:subscribe"
-            ),
-        );
-        return finish("unknown", problem(&error));
+        return finish("unknown", problem(&no_such_method("POST", &segment)));
     };
     let response = match Box::pin(super::super::tasks_cancel(&call, Some(json!({"id": id})))).await
     {
@@ -212,6 +209,17 @@ async fn tasks_post(
         Err(error) => problem(&error),
     };
     finish("CancelTask", response)
+}
+
+/// A `{id}:verb` (or `{id}` alone) that names no method for `method`.
+fn no_such_method(method: &str, segment: &str) -> RpcError {
+    RpcError::new(
+        error_codes::METHOD_NOT_FOUND,
+        format!(
+            "{method} {PREFIX}/tasks/{segment} is not a method; use GET /tasks/{{id}}, \
+             POST /tasks/{{id}}:cancel or GET|POST /tasks/{{id}}:subscribe"
+        ),
+    )
 }
 
 /// `POST` (create: the body is the config) and `GET` (list) of a task's
@@ -379,6 +387,57 @@ fn status_and_reason(code: i64) -> (StatusCode, &'static str) {
     }
 }
 
+/// An error of this binding: RFC 9457 problem details (`type`, `title`,
+/// `status`, `detail`), the `ErrorInfo` reason, and the `error` member the
+/// official SDKs read (a `google.rpc.Status`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = a2a::v1::Problem)]
+pub struct Problem {
+    /// Always `about:blank`: the status says what kind of error it is.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The HTTP status's reason phrase.
+    pub title: &'static str,
+    /// The HTTP status.
+    pub status: u16,
+    /// What went wrong, for a person.
+    pub detail: String,
+    /// `TASK_NOT_FOUND`, `TASK_NOT_CANCELABLE`, `INVALID_PARAMS`,
+    /// `VERSION_NOT_SUPPORTED`, `METHOD_NOT_FOUND`, `FORBIDDEN`,
+    /// `PUSH_NOTIFICATION_NOT_SUPPORTED`, `UNSUPPORTED_OPERATION`,
+    /// `CONTENT_TYPE_NOT_SUPPORTED`, `INVALID_REQUEST` or `INTERNAL_ERROR`.
+    pub reason: &'static str,
+    /// The same error as a `google.rpc.Status`.
+    pub error: RpcStatus,
+}
+
+/// A `google.rpc.Status` with one `ErrorInfo`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = google::rpc::Status)]
+pub struct RpcStatus {
+    /// The HTTP status.
+    pub code: u16,
+    /// The gRPC code name (`NOT_FOUND`, `INVALID_ARGUMENT`, …).
+    pub status: &'static str,
+    /// What went wrong.
+    pub message: String,
+    /// One `ErrorInfo`.
+    pub details: Vec<ErrorInfo>,
+}
+
+/// A `google.rpc.ErrorInfo`: the A2A error by its reason.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = google::rpc::ErrorInfo)]
+pub struct ErrorInfo {
+    /// `type.googleapis.com/google.rpc.ErrorInfo`.
+    #[serde(rename = "@type")]
+    pub type_url: &'static str,
+    /// As [`Problem::reason`].
+    pub reason: &'static str,
+    /// `a2a-protocol.org`.
+    pub domain: &'static str,
+}
+
 /// The problem details of an error (also the data of an SSE error event).
 pub(crate) fn problem_body(error: &RpcError) -> Value {
     let (status, reason) = status_and_reason(error.code);
@@ -391,23 +450,24 @@ pub(crate) fn problem_body(error: &RpcError) -> Value {
         }
         _ => "FAILED_PRECONDITION",
     };
-    json!({
-        "type": "about:blank",
-        "title": status.canonical_reason().unwrap_or("Error"),
-        "status": status.as_u16(),
-        "detail": error.message,
-        "reason": reason,
-        "error": {
-            "code": status.as_u16(),
-            "status": grpc_status,
-            "message": error.message,
-            "details": [{
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": reason,
-                "domain": "a2a-protocol.org",
+    let problem = Problem {
+        kind: "about:blank",
+        title: status.canonical_reason().unwrap_or("Error"),
+        status: status.as_u16(),
+        detail: error.message.clone(),
+        reason,
+        error: RpcStatus {
+            code: status.as_u16(),
+            status: grpc_status,
+            message: error.message.clone(),
+            details: vec![ErrorInfo {
+                type_url: "type.googleapis.com/google.rpc.ErrorInfo",
+                reason,
+                domain: "a2a-protocol.org",
             }],
         },
-    })
+    };
+    serde_json::to_value(problem).unwrap_or(Value::Null)
 }
 
 /// An error as a problem-details response.

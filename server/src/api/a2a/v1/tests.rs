@@ -357,7 +357,7 @@ async fn list_tasks_filters_by_state_and_context_and_adds_artifacts_when_asked()
 }
 
 #[tokio::test]
-async fn a_filtered_list_reads_on_until_its_page_is_full() {
+async fn a_filtered_list_pages_through_the_matching_tasks_only() {
     let dir = tempfile::tempdir().unwrap();
     let (waiting_id, _) = waiting(dir.path());
     let app = app(dir.path()).await;
@@ -378,17 +378,231 @@ async fn a_filtered_list_reads_on_until_its_page_is_full() {
     let tasks = &waiting["result"]["tasks"];
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{waiting}");
     assert_eq!(tasks[0]["id"], json!(waiting_id.to_string()));
+    assert_eq!(waiting["result"]["totalSize"], 1, "{waiting}");
+    assert_eq!(waiting["result"]["nextPageToken"], "", "{waiting}");
     // Completed tasks one per page, newest first, then no more.
     let first = list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1})).await;
     assert_eq!(first["result"]["tasks"][0]["id"], done[1], "{first}");
+    assert_eq!(first["result"]["totalSize"], 2, "{first}");
     let token = first["result"]["nextPageToken"].clone();
     assert_ne!(token, json!(""), "{first}");
     let second =
         list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1, "pageToken": token})).await;
     assert_eq!(second["result"]["tasks"][0]["id"], done[0], "{second}");
     let token = second["result"]["nextPageToken"].clone();
-    let rest =
-        list(json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1, "pageToken": token})).await;
-    assert_eq!(rest["result"]["tasks"], json!([]), "{rest}");
-    assert_eq!(rest["result"]["nextPageToken"], json!(""), "{rest}");
+    assert_eq!(
+        token,
+        json!(""),
+        "the second of two is the last page: {second}"
+    );
+}
+
+/// Sends `text` in `context`; the task's id.
+async fn sent_in(app: &Router, text: &str, context: &str) -> Value {
+    let mut hello = message(json!([{ "text": text }]), None);
+    hello["message"]["contextId"] = json!(context);
+    let sent = rpc(app, "SendMessage", hello).await;
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    sent["result"]["task"]["id"].clone()
+}
+
+#[tokio::test]
+async fn total_size_counts_the_tasks_matching_every_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let (waiting_id, _) = waiting(dir.path());
+    let app = app(dir.path()).await;
+    let mut done = Vec::new();
+    for (text, context) in [("one", "ctx-a"), ("two", "ctx-a"), ("three", "ctx-b")] {
+        done.push(sent_in(&app, text, context).await);
+    }
+    let list = |params: Value| rpc(&app, "ListTasks", params);
+    let counted = [
+        (json!({}), 4),
+        (json!({"contextId": "ctx-a"}), 2),
+        (json!({"status": "TASK_STATE_COMPLETED"}), 3),
+        (json!({"status": "TASK_STATE_INPUT_REQUIRED"}), 1),
+        (
+            json!({"status": "TASK_STATE_COMPLETED", "contextId": "ctx-b"}),
+            1,
+        ),
+        (
+            json!({"status": "TASK_STATE_INPUT_REQUIRED", "contextId": "ctx-a"}),
+            0,
+        ),
+        (json!({"status": "TASK_STATE_CANCELED"}), 0),
+        (json!({"statusTimestampAfter": "2000-01-01T00:00:00Z"}), 4),
+        (
+            json!({"statusTimestampAfter": "2999-01-01T00:00:00+02:00"}),
+            0,
+        ),
+    ];
+    for (params, total) in counted {
+        let mut paged = params.clone();
+        paged["pageSize"] = json!(1);
+        let answer = list(paged).await;
+        assert_eq!(answer["result"]["totalSize"], total, "{params}: {answer}");
+        let shown = answer["result"]["tasks"].as_array().map_or(0, Vec::len);
+        assert_eq!(shown, total.min(1), "{params}: {answer}");
+        let more = answer["result"]["nextPageToken"] != "";
+        assert_eq!(more, total > 1, "{params}: {answer}");
+    }
+    // At or after the newest task's status time: that task, never the
+    // waiting one, stored before the agent started.
+    let newest = list(json!({"pageSize": 1})).await;
+    assert_eq!(newest["result"]["tasks"][0]["id"], done[2], "{newest}");
+    let at = newest["result"]["tasks"][0]["status"]["timestamp"].clone();
+    let since = list(json!({"statusTimestampAfter": at})).await;
+    let ids: Vec<Value> = since["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
+    assert!(ids.contains(&done[2]), "{since}");
+    assert!(!ids.contains(&json!(waiting_id.to_string())), "{since}");
+    assert_eq!(since["result"]["totalSize"], ids.len(), "{since}");
+    let bad = list(json!({"statusTimestampAfter": "yesterday"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("statusTimestampAfter")
+    );
+    // The HTTP+JSON binding takes the same filters as query parameters.
+    let uri = "/a2a/v1/tasks?contextId=ctx-a&status=TASK_STATE_COMPLETED&pageSize=1";
+    let (status, _, text) = http(&app, "GET", uri, None, String::new()).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let page: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(page["totalSize"], 2, "{page}");
+    assert_eq!(page["tasks"][0]["id"], done[1], "{page}");
+}
+
+#[tokio::test]
+async fn a_v1_client_gets_the_v1_card_and_every_other_the_card_for_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let path = "/.well-known/agent-card.json";
+    let (status, headers, text) = http(&app, "GET", path, None, String::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["vary"], "a2a-version");
+    let both: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(both["url"], "http://agent.test/a2a");
+    assert_eq!(both["protocolVersion"], "0.3.0");
+    for version in ["0.3", "9.9"] {
+        let (_, _, same) = http(&app, "GET", path, Some(version), String::new()).await;
+        assert_eq!(same, text, "A2A-Version {version}");
+    }
+    for version in ["1.0", "1"] {
+        let (status, headers, v1) = http(&app, "GET", path, Some(version), String::new()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers["vary"], "a2a-version");
+        let v1: Value = serde_json::from_str(&v1).unwrap();
+        for v03 in ["url", "protocolVersion", "preferredTransport"] {
+            assert!(v1.get(v03).is_none(), "{v03} in the v1.0 card: {v1}");
+        }
+        assert_eq!(v1["supportedInterfaces"], both["supportedInterfaces"]);
+        assert_eq!(v1["supportedInterfaces"][0]["protocolVersion"], "1.0");
+        assert_eq!(v1["name"], both["name"]);
+    }
+}
+
+/// Every `$ref` under `value`, by schema name.
+fn refs(value: &Value, found: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(name)) = map.get("$ref") {
+                found.insert(name.trim_start_matches("#/components/schemas/").to_string());
+            }
+            map.values().for_each(|v| refs(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+        _ => {}
+    }
+}
+
+/// `/openapi.json` and the router agree on `/a2a/v1`: every route and
+/// method the router answers as an A2A operation is documented, every
+/// documented one is answered, and every schema they name is in the
+/// document.
+#[tokio::test]
+async fn every_rest_route_served_is_documented_and_every_documented_one_is_served() {
+    use std::collections::BTreeSet;
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let (status, _, text) = http(&app, "GET", "/openapi.json", None, String::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.starts_with("/a2a/v1") {
+            for method in item.as_object().unwrap().keys() {
+                documented.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    assert_eq!(documented.len(), 11, "{documented:?}");
+    // The documented paths and near misses, with every method.
+    let mut templates: BTreeSet<String> = documented.iter().map(|(_, p)| p.clone()).collect();
+    templates.extend(
+        [
+            "/a2a/v1",
+            "/a2a/v1/card",
+            "/a2a/v1/message",
+            "/a2a/v1/message:archive",
+            "/a2a/v1/tasks/{id}:archive",
+            "/a2a/v1/tasks/{id}/pushNotificationConfigs/{configId}/more",
+        ]
+        .map(String::from),
+    );
+    let mut served = BTreeSet::new();
+    for template in &templates {
+        let id = Uuid::new_v4().to_string();
+        let uri = template.replace("{id}", &id).replace("{configId}", "cfg");
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            let (_, headers, text) = http(&app, method, &uri, None, "{}".into()).await;
+            // An A2A operation names the version it served; a route that
+            // is none answers the REST 404/405, or METHOD_NOT_FOUND.
+            if headers.contains_key("a2a-version") && !text.contains("\"METHOD_NOT_FOUND\"") {
+                served.insert((method.to_string(), template.clone()));
+            }
+        }
+    }
+    assert_eq!(served, documented);
+    let operation = |path: &str, method: &str| doc["paths"][path][method].clone();
+    let problem = &operation("/a2a/v1/tasks/{id}", "get")["responses"]["404"]["content"];
+    assert_eq!(
+        problem["application/problem+json"]["schema"]["$ref"],
+        "#/components/schemas/a2a.v1.Problem"
+    );
+    let send = operation("/a2a/v1/message:send", "post");
+    assert_eq!(
+        send["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/a2a.v1.SendMessageRequest"
+    );
+    let mut named = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.starts_with("/a2a/v1") {
+            refs(item, &mut named);
+        }
+    }
+    for name in [
+        "a2a.v1.Task",
+        "a2a.v1.StreamResponse",
+        "a2a.v1.ListTasksResponse",
+    ] {
+        assert!(named.contains(name), "{name} not named: {named:?}");
+    }
+    // Every schema named, and every one they name in turn, is there.
+    let schemas = &doc["components"]["schemas"];
+    let mut checked = BTreeSet::new();
+    while let Some(name) = named.iter().find(|n| !checked.contains(*n)).cloned() {
+        let schema = &schemas[name.as_str()];
+        assert!(schema.is_object(), "schema {name} is missing");
+        refs(schema, &mut named);
+        checked.insert(name);
+    }
 }
