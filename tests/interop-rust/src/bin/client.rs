@@ -167,13 +167,9 @@ async fn approvals(run: &Run) -> Option<()> {
     send(run, "reject", decision(false, &uuid), Some(&refused)).await?;
     let add = format!("add resource {}-wrong with value 9", run.name);
     let wrong = send(run, "ask_wrong", text(&add), None).await?;
-    send(
-        run,
-        "wrong_uuid",
-        decision(true, &json!("not-the-uuid")),
-        Some(&wrong),
-    )
-    .await?;
+    let other = json!(uuid::Uuid::new_v4().to_string());
+    send(run, "wrong_uuid", decision(true, &other), Some(&wrong)).await;
+    get(run, "get_wrong", &wrong.id, None).await;
     Some(())
 }
 
