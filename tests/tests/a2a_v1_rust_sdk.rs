@@ -293,32 +293,76 @@ async fn the_official_rust_sdk_client_speaks_v1_to_the_agent() {
     assert_eq!(bobs["result"]["tasks"], json!([]), "{bobs}");
 }
 
-/// One raw v1.0 JSON-RPC call to the asker with a bearer token.
-async fn asker_rpc(asker: &RustAskingAgent, token: &str, method: &str, params: Value) -> Value {
+/// One raw v1.0 JSON-RPC call to the asker at `{url}/jsonrpc`, with
+/// `A2A-Version: 1.0` when `version` and a bearer token when `token`;
+/// the HTTP status and the body.
+async fn asker_post(
+    asker: &RustAskingAgent,
+    token: Option<&str>,
+    version: bool,
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let response = reqwest::Client::new()
-        .post(format!("{}/jsonrpc", asker.url))
-        .header("a2a-version", "1.0")
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .expect("asker request failed");
-    assert_eq!(response.status(), 200, "{method}");
-    response.json().await.expect("asker answered no JSON")
+    let mut request = reqwest::Client::new().post(format!("{}/jsonrpc", asker.url));
+    if version {
+        request = request.header("a2a-version", "1.0");
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.json(&body).send().await.expect("asker request");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
-/// One raw HTTP+JSON `message:send` to the asker (no credentials).
-async fn asker_rest_send(asker: &RustAskingAgent, message: Value) -> Value {
+/// A v1.0 JSON-RPC call with a bearer token: the whole JSON-RPC response.
+async fn asker_rpc(asker: &RustAskingAgent, token: &str, method: &str, params: Value) -> Value {
+    let (status, body) = asker_post(asker, Some(token), true, method, params).await;
+    assert_eq!(status, 200, "{method}: {body}");
+    body
+}
+
+/// JSON-RPC `SendMessage` of `parts` (continuing `task`): the result.
+async fn asker_rpc_send(
+    asker: &RustAskingAgent,
+    token: &str,
+    parts: Value,
+    task: Option<&str>,
+) -> Value {
+    let params = json!({"message": user_message(parts, task)});
+    asker_rpc(asker, token, "SendMessage", params).await
+}
+
+/// One raw HTTP+JSON `message:send` to the asker (no credentials): the task.
+async fn asker_rest_send(asker: &RustAskingAgent, parts: Value, task: Option<&str>) -> Value {
     let response = reqwest::Client::new()
         .post(format!("{}/rest/message:send", asker.url))
-        .json(&json!({"message": message}))
+        .json(&json!({"message": user_message(parts, task)}))
         .send()
         .await
         .expect("asker request failed");
     assert_eq!(response.status(), 200);
     let answer: Value = response.json().await.expect("asker answered no JSON");
     answer["task"].clone()
+}
+
+/// GET on the asker: the JSON answer.
+async fn asker_get(asker: &RustAskingAgent, path: &str) -> Value {
+    let response = reqwest::get(format!("{}{path}", asker.url))
+        .await
+        .expect("GET");
+    assert_eq!(response.status(), 200, "{path}");
+    response.json().await.expect("JSON")
+}
+
+/// The card's interface for `binding` at `{url}{path}`, protocol 1.0.
+fn interface(asker: &RustAskingAgent, path: &str, binding: &str) -> Value {
+    json!({"url": format!("{}{path}", asker.url), "protocolBinding": binding, "protocolVersion": "1.0"})
 }
 
 fn user_message(parts: Value, task: Option<&str>) -> Value {
@@ -330,6 +374,10 @@ fn user_message(parts: Value, task: Option<&str>) -> Value {
     message
 }
 
+fn decision(approved: bool, uuid: &str) -> Value {
+    json!([{"data": {"approved": approved, "approval_uuid": uuid}}])
+}
+
 /// The question of a waiting task: its text and approval data part.
 fn question(task: &Value, path: &str) -> String {
     assert_eq!(
@@ -337,25 +385,22 @@ fn question(task: &Value, path: &str) -> String {
         "{task}"
     );
     let parts = &task["status"]["message"]["parts"];
-    assert_eq!(
-        parts[0]["text"],
-        format!("Approve delete_file for {path}?"),
-        "{task}"
-    );
+    let asked = format!("Approve delete_file for {path}?");
+    assert_eq!(parts[0]["text"], asked, "{task}");
     let data = &parts[1]["data"];
-    assert_eq!(
-        (&data["tool_name"], &data["tool_args"], &data["description"]),
-        (
-            &json!("delete_file"),
-            &json!({"path": path}),
-            &json!(format!("delete {path}"))
-        ),
-        "{task}"
-    );
-    data["approval_uuid"]
-        .as_str()
-        .expect("approval_uuid")
-        .to_string()
+    let expected = json!({"tool_name": "delete_file", "tool_args": {"path": path},
+        "description": format!("delete {path}")});
+    for key in ["tool_name", "tool_args", "description"] {
+        assert_eq!(data[key], expected[key], "{key}: {task}");
+    }
+    let uuid = data["approval_uuid"].as_str().expect("approval_uuid");
+    uuid.to_string()
+}
+
+/// The answer of a decided task: completed with one artifact text.
+fn answered(task: &Value, text: &str) {
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], text, "{task}");
 }
 
 #[tokio::test]
@@ -363,39 +408,17 @@ async fn the_rust_sdk_asker_honours_the_asking_contract_over_json_rpc() {
     let Some(asker) = RustAskingAgent::try_start(AskerBinding::Both).await else {
         return;
     };
-    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", asker.url))
-        .await
-        .expect("card")
-        .json()
-        .await
-        .expect("card JSON");
-    assert_eq!(
-        card["supportedInterfaces"],
-        json!([
-            {"url": format!("{}/jsonrpc", asker.url), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": format!("{}/rest", asker.url), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
-        ])
-    );
-    let text = |t: &str| json!([{"text": t}]);
-    let sent = asker_rpc(
-        &asker,
-        "t1",
-        "SendMessage",
-        json!({"message": user_message(text("notes.txt"), None)}),
-    )
-    .await;
-    let task = &sent["result"]["task"];
-    let uuid = question(task, "notes.txt");
-    let id = task["id"].as_str().unwrap().to_string();
+    let card = asker_get(&asker, "/.well-known/agent-card.json").await;
+    let both = [
+        interface(&asker, "/jsonrpc", "JSONRPC"),
+        interface(&asker, "/rest", "HTTP+JSON"),
+    ];
+    assert_eq!(card["supportedInterfaces"], json!(both), "{card}");
+    let sent = asker_rpc_send(&asker, "t1", json!([{"text": "notes.txt"}]), None).await;
+    let uuid = question(&sent["result"]["task"], "notes.txt");
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
     let other = uuid::Uuid::new_v4().to_string();
-    let wrong = json!([{"data": {"approved": true, "approval_uuid": other}}]);
-    let again = asker_rpc(
-        &asker,
-        "t1",
-        "SendMessage",
-        json!({"message": user_message(wrong, Some(&id))}),
-    )
-    .await;
+    let again = asker_rpc_send(&asker, "t1", decision(true, &other), Some(&id)).await;
     assert_eq!(
         question(&again["result"]["task"], "notes.txt"),
         uuid,
@@ -405,62 +428,24 @@ async fn the_rust_sdk_asker_honours_the_asking_contract_over_json_rpc() {
     question(&got["result"], "notes.txt");
     assert!(asker.executions().is_empty(), "{:?}", asker.log_lines());
 
-    let yes = json!([{"data": {"approved": true, "approval_uuid": uuid}}]);
-    let done = asker_rpc(
-        &asker,
-        "t2",
-        "SendMessage",
-        json!({"message": user_message(yes.clone(), Some(&id))}),
-    )
-    .await;
-    let task = &done["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
-    assert_eq!(
-        task["artifacts"][0]["parts"][0]["text"], "deleted notes.txt",
-        "{done}"
-    );
-    let repeat = asker_rpc(
-        &asker,
-        "t2",
-        "SendMessage",
-        json!({"message": user_message(yes, Some(&id))}),
-    )
-    .await;
+    let done = asker_rpc_send(&asker, "t2", decision(true, &uuid), Some(&id)).await;
+    answered(&done["result"]["task"], "deleted notes.txt");
+    let repeat = asker_rpc_send(&asker, "t2", decision(true, &uuid), Some(&id)).await;
     assert!(
         repeat["error"].is_object(),
-        "a completed task takes no decision: {repeat}"
+        "a completed task decides nothing: {repeat}"
     );
     let got = asker_rpc(&asker, "t2", "GetTask", json!({"id": id})).await;
-    assert_eq!(
-        got["result"]["status"]["state"], "TASK_STATE_COMPLETED",
-        "{got}"
-    );
+    answered(&got["result"], "deleted notes.txt");
     assert_eq!(asker.executions(), ["executed delete_file notes.txt"]);
     let auth = asker.auth_values();
+    let count = |token: &str| auth.iter().filter(|a| *a == token).count();
     assert_eq!(auth[0], "-", "the card came without credentials: {auth:?}");
-    assert_eq!(
-        auth.iter().filter(|a| *a == "Bearer t1").count(),
-        3,
-        "{auth:?}"
-    );
-    assert_eq!(
-        auth.iter().filter(|a| *a == "Bearer t2").count(),
-        3,
-        "{auth:?}"
-    );
+    assert_eq!((count("Bearer t1"), count("Bearer t2")), (3, 3), "{auth:?}");
 
     // Without `A2A-Version` the SDK's JSON-RPC door speaks 0.3, which it
     // does not serve: a v1.0 client must send the header.
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}});
-    let bare: Value = reqwest::Client::new()
-        .post(format!("{}/jsonrpc", asker.url))
-        .json(&body)
-        .send()
-        .await
-        .expect("asker request")
-        .json()
-        .await
-        .expect("JSON");
+    let (_, bare) = asker_post(&asker, None, false, "GetTask", json!({"id": id})).await;
     assert_eq!(bare["error"]["code"], -32009, "{bare}");
 }
 
@@ -469,55 +454,28 @@ async fn the_rust_sdk_asker_honours_the_asking_contract_over_http_json() {
     let Some(asker) = RustAskingAgent::try_start(AskerBinding::HttpJson).await else {
         return;
     };
-    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", asker.url))
-        .await
-        .expect("card")
-        .json()
-        .await
-        .expect("card JSON");
-    let rest = json!([{"url": format!("{}/rest", asker.url), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]);
-    assert_eq!(card["supportedInterfaces"], rest, "{card}");
+    let card = asker_get(&asker, "/.well-known/agent-card.json").await;
+    let rest = [interface(&asker, "/rest", "HTTP+JSON")];
+    assert_eq!(card["supportedInterfaces"], json!(rest), "{card}");
 
-    let task = asker_rest_send(&asker, user_message(json!([{"text": "a.txt"}]), None)).await;
+    let task = asker_rest_send(&asker, json!([{"text": "a.txt"}]), None).await;
     let uuid = question(&task, "a.txt");
     let id = task["id"].as_str().unwrap().to_string();
     let missing = json!([{"data": {"approved": true}}]);
-    let again = asker_rest_send(&asker, user_message(missing, Some(&id))).await;
-    assert_eq!(
-        question(&again, "a.txt"),
-        uuid,
-        "a decision without uuid asks again"
+    let again = asker_rest_send(&asker, missing, Some(&id)).await;
+    assert_eq!(question(&again, "a.txt"), uuid, "no uuid: asked again");
+    let done = asker_rest_send(&asker, decision(false, &uuid), Some(&id)).await;
+    answered(&done, "kept a.txt");
+    answered(
+        &asker_get(&asker, &format!("/rest/tasks/{id}")).await,
+        "kept a.txt",
     );
-    let no = json!([{"data": {"approved": false, "approval_uuid": uuid}}]);
-    let done = asker_rest_send(&asker, user_message(no, Some(&id))).await;
-    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
-    assert_eq!(
-        done["artifacts"][0]["parts"][0]["text"], "kept a.txt",
-        "{done}"
-    );
-    let got: Value = reqwest::get(format!("{}/rest/tasks/{id}", asker.url))
-        .await
-        .expect("GetTask")
-        .json()
-        .await
-        .expect("task JSON");
-    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED", "{got}");
     assert_eq!(asker.executions(), ["rejected delete_file a.txt"]);
-    assert!(
-        asker.auth_values().iter().all(|a| a == "-"),
-        "{:?}",
-        asker.log_lines()
-    );
-    let rpc = reqwest::Client::new()
-        .post(format!("{}/jsonrpc", asker.url))
-        .header("a2a-version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}}))
-        .send()
-        .await
-        .expect("request");
+    let auth = asker.auth_values();
+    assert!(auth.len() >= 5 && auth.iter().all(|a| a == "-"), "{auth:?}");
+    let (status, _) = asker_post(&asker, None, true, "GetTask", json!({"id": id})).await;
     assert_eq!(
-        rpc.status(),
-        404,
+        status, 404,
         "JSON-RPC is not served with --binding http_json"
     );
 }
