@@ -25,8 +25,9 @@
 //! "approval_uuid": U}` (U matching) completes it with the artifact
 //! `deleted T` and logs `executed delete_file T`; `approved: false`
 //! completes with `kept T` and logs `rejected delete_file T`; a wrong or
-//! missing uuid keeps it waiting. Every request logs `auth <Authorization
-//! or ->`. JSON-RPC is at `{url}/jsonrpc` (it refuses a request without
+//! missing uuid keeps it waiting; `CancelTask` cancels a waiting task
+//! (nothing logged). Every request logs `auth <Authorization or ->`.
+//! JSON-RPC is at `{url}/jsonrpc` (it refuses a request without
 //! `A2A-Version: 1.0`), HTTP+JSON under `{url}/rest`.
 
 use std::path::PathBuf;

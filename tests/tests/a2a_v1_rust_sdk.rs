@@ -443,6 +443,16 @@ async fn the_rust_sdk_asker_honours_the_asking_contract_over_json_rpc() {
     assert_eq!(auth[0], "-", "the card came without credentials: {auth:?}");
     assert_eq!((count("Bearer t1"), count("Bearer t2")), (3, 3), "{auth:?}");
 
+    // A waiting task canceled (as our agent forwards a cancel) runs nothing.
+    let waiting = asker_rpc_send(&asker, "t3", json!([{"text": "b.txt"}]), None).await;
+    let id = waiting["result"]["task"]["id"].clone();
+    let canceled = asker_rpc(&asker, "t3", "CancelTask", json!({"id": id})).await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    assert_eq!(asker.executions(), ["executed delete_file notes.txt"]);
+
     // Without `A2A-Version` the SDK's JSON-RPC door speaks 0.3, which it
     // does not serve: a v1.0 client must send the header.
     let (_, bare) = asker_post(&asker, None, false, "GetTask", json!({"id": id})).await;

@@ -17,7 +17,9 @@
 //!   the matching U completes the task with an artifact `deleted T` and
 //!   logs `executed delete_file T`; `approved: false` completes with `kept
 //!   T` and logs `rejected delete_file T`; a wrong or missing uuid asks
-//!   again (still input-required) and logs nothing;
+//!   again (still input-required) and logs nothing; `CancelTask` cancels
+//!   a waiting task (nothing logged); `GetTask`, `ListTasks` and the
+//!   streaming methods are the SDK's own;
 //! - every HTTP request logs `auth <Authorization header or ->`.
 //!
 //! The SDK's JSON-RPC router refuses a request without `A2A-Version: 1.0`
