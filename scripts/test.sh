@@ -99,8 +99,9 @@ step "the official Rust A2A SDK as an interop peer (tests/interop-rust into targ
 # A Cargo project of its own, outside the workspace, with its committed
 # lock file: a client and an asking sub-agent on a2a-client-lf and
 # a2a-server-lf, run by tests/tests/a2a_v1_rust_sdk.rs (and our client's
-# delegation tests) from target/interop-rust/debug/. About 2.5 CPU-minutes
-# cold, then nothing; ~0.5 GB.
+# delegation tests) from target/interop-rust/debug/. Cold: about 3.5
+# CPU-minutes for clippy and the build (a2a-pb compiles its protobuf
+# types), 0.6 GB; then up to date in seconds.
 interop_rust=(--manifest-path tests/interop-rust/Cargo.toml --target-dir target/interop-rust --locked)
 cargo fmt --manifest-path tests/interop-rust/Cargo.toml -- --check
 cargo clippy "${interop_rust[@]}" --all-targets -- -D warnings
