@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs all of them: format, lints, unit,
-# router, black-box scenario tests, the A2A SDK interop test, the web
-# chat's wasm build and its browser tests, and the packaging (release
-# archive, Kubernetes manifests, Docker image and compose stack:
-# scripts/test-docker.sh). This is the README's test
+# router, black-box scenario tests, the A2A SDK interop tests (Python and
+# Rust SDKs), the web chat's wasm build and its browser tests, and the
+# packaging (release archive, Kubernetes manifests, Docker image and
+# compose stack: scripts/test-docker.sh). This is the README's test
 # command and what CI runs (.ci/run). Every set-up step is skipped when
 # its tool is already there.
 set -euo pipefail
@@ -108,6 +108,18 @@ cargo build --quiet -p asg-shared --target wasm32-unknown-unknown
 
 step "web chat bundle (trunk, wasm-bindgen, wasm-opt)"
 bash scripts/build-web.sh
+
+step "the official Rust A2A SDK as an interop peer (tests/interop-rust into target/interop-rust)"
+# A Cargo project of its own, outside the workspace, with its committed
+# lock file: a client and an asking sub-agent on a2a-client-lf and
+# a2a-server-lf, run by tests/tests/a2a_v1_rust_sdk.rs (and our client's
+# delegation tests) from target/interop-rust/debug/. Cold: about 3.5
+# CPU-minutes for clippy and the build (a2a-pb compiles its protobuf
+# types), 0.6 GB; then up to date in seconds.
+interop_rust=(--manifest-path tests/interop-rust/Cargo.toml --target-dir target/interop-rust --locked)
+cargo fmt --manifest-path tests/interop-rust/Cargo.toml -- --check
+cargo clippy "${interop_rust[@]}" --all-targets -- -D warnings
+cargo build "${interop_rust[@]}"
 
 step "PostgreSQL for the store tests"
 # shellcheck source=scripts/test-postgres.sh

@@ -5,6 +5,7 @@
 //! (fast when up to date), so `cargo test` alone always tests fresh code.
 
 pub mod a2a;
+pub mod asking_rust;
 pub mod fake_gemini;
 pub mod fake_http;
 pub mod oidc;
