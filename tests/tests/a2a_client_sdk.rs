@@ -14,16 +14,65 @@
 use asg_tests::a2a::{
     AskingAgent, Binding, delegator_with, js_sdk_version, sdk_present, sdk_version,
 };
+use asg_tests::asking_rust::{AskerBinding, RustAskingAgent};
 use asg_tests::{approval_uuid, response_text};
 use serde_json::json;
+
+/// An SDK-built asking sub-agent, whichever SDK: where it is and its log
+/// (`auth …`, `executed …`, `rejected …` lines).
+trait Sub {
+    fn url(&self) -> &str;
+    fn lines(&self) -> Vec<String>;
+    fn output(&self) -> String;
+
+    fn starting(&self, prefix: &str) -> Vec<String> {
+        self.lines()
+            .into_iter()
+            .filter_map(|l| l.strip_prefix(prefix).map(str::to_string))
+            .collect()
+    }
+    fn executions(&self) -> Vec<String> {
+        self.starting("executed ")
+    }
+    fn rejections(&self) -> Vec<String> {
+        self.starting("rejected ")
+    }
+    fn auth_headers(&self) -> Vec<String> {
+        self.starting("auth ")
+    }
+}
+
+impl Sub for AskingAgent {
+    fn url(&self) -> &str {
+        &self.url
+    }
+    fn lines(&self) -> Vec<String> {
+        self.log_lines()
+    }
+    fn output(&self) -> String {
+        AskingAgent::output(self)
+    }
+}
+
+impl Sub for RustAskingAgent {
+    fn url(&self) -> &str {
+        &self.url
+    }
+    fn lines(&self) -> Vec<String> {
+        self.log_lines()
+    }
+    fn output(&self) -> String {
+        RustAskingAgent::output(self)
+    }
+}
 
 const TOKEN: &str = "svc-token-for-the-sdk-agent";
 
 /// Delegates `path` to `sub` (entry pinned by `pin`), approves or rejects
 /// the proxy approval on our agent, and checks what the SDK agent did.
-async fn delegate_and_decide(sub: &AskingAgent, pin: &str, approve: bool, path: &str) {
+async fn delegate_and_decide(sub: &impl Sub, pin: &str, approve: bool, path: &str) {
     let entry = format!("{pin}    bearer_env: SUB_TOKEN\n");
-    let (_dir, agent) = delegator_with(&sub.url, &entry, &[("SUB_TOKEN", TOKEN)]).await;
+    let (_dir, agent) = delegator_with(sub.url(), &entry, &[("SUB_TOKEN", TOKEN)]).await;
     let (status, asked) = agent.say_new(path).await;
     assert_eq!(status, 201, "{asked}");
     assert_eq!(
@@ -45,7 +94,7 @@ async fn delegate_and_decide(sub: &AskingAgent, pin: &str, approve: bool, path: 
     let reply = response_text(&decided);
     if approve {
         assert!(reply.contains(&format!("deleted {path}")), "{reply}");
-        assert_eq!(sub.executions(), [format!("executed delete_file {path}")]);
+        assert_eq!(sub.executions(), [format!("delete_file {path}")]);
         assert!(sub.rejections().is_empty());
     } else {
         assert!(
@@ -53,7 +102,7 @@ async fn delegate_and_decide(sub: &AskingAgent, pin: &str, approve: bool, path: 
             "{reply}"
         );
         assert!(sub.executions().is_empty(), "executed after a rejection");
-        assert_eq!(sub.rejections(), [format!("rejected delete_file {path}")]);
+        assert_eq!(sub.rejections(), [format!("delete_file {path}")]);
     }
     let bearer = format!("Bearer {TOKEN}");
     let auths = sub.auth_headers();
@@ -96,4 +145,16 @@ async fn our_client_delegates_to_a_python_sdk_agent_over_each_v1_binding() {
     delegate_and_decide(&rest, "    binding: http_json\n", false, "/tmp/py-kept.txt").await;
     let both = AskingAgent::start_python(Binding::Both);
     delegate_and_decide(&both, "", true, "/tmp/py-default.txt").await;
+}
+
+#[tokio::test]
+async fn our_client_delegates_to_a_rust_sdk_agent_over_each_v1_binding() {
+    let Some(rpc) = RustAskingAgent::try_start(AskerBinding::JsonRpc).await else {
+        return;
+    };
+    delegate_and_decide(&rpc, "    binding: jsonrpc\n", true, "/tmp/rs-rpc.txt").await;
+    let rest = RustAskingAgent::start(AskerBinding::HttpJson).await;
+    delegate_and_decide(&rest, "    binding: http_json\n", false, "/tmp/rs-kept.txt").await;
+    let both = RustAskingAgent::start(AskerBinding::Both).await;
+    delegate_and_decide(&both, "", true, "/tmp/rs-default.txt").await;
 }

@@ -135,7 +135,23 @@ async fn a_proxy_approval_decided_on_a_over_v1_runs_once_on_c_through_a_v03_hop(
     );
     assert_eq!(c.resource_names().await, ["deep"]);
 
-    // The same decision again changes nothing: the task is no longer waiting.
+    // A -> B spoke v0.3 JSON-RPC only; B -> C v1.0 HTTP+JSON only.
+    let (calls, versions) = spoken(&to_b);
+    assert_eq!(calls, ["/a2a message/send", "/a2a message/send"], "A -> B");
+    assert!(
+        versions.iter().all(|v| v == "-"),
+        "A -> B sent A2A-Version: {versions:?}"
+    );
+    let (calls, versions) = spoken(&to_c);
+    assert_eq!(
+        calls,
+        ["POST /a2a/v1/message:send", "POST /a2a/v1/message:send"],
+        "B -> C"
+    );
+    assert!(versions.iter().all(|v| v == "1.0"), "B -> C: {versions:?}");
+
+    // The same decision again runs nothing more: the approval is decided
+    // (A takes the words as a new turn, which C does not act on).
     let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage",
         "params": message("approved", Some(task_id), Some(decision))});
     let again: Value = reqwest::Client::new()
@@ -157,21 +173,6 @@ async fn a_proxy_approval_decided_on_a_over_v1_runs_once_on_c_through_a_v03_hop(
         let (_, pending) = agent.get("/approvals").await;
         assert_eq!(pending["approvals"], json!([]), "{}", agent.url);
     }
-
-    // A -> B spoke v0.3 JSON-RPC only; B -> C v1.0 HTTP+JSON only.
-    let (calls, versions) = spoken(&to_b);
-    assert_eq!(calls, ["/a2a message/send", "/a2a message/send"], "A -> B");
-    assert!(
-        versions.iter().all(|v| v == "-"),
-        "A -> B sent A2A-Version: {versions:?}"
-    );
-    let (calls, versions) = spoken(&to_c);
-    assert_eq!(
-        calls,
-        ["POST /a2a/v1/message:send", "POST /a2a/v1/message:send"],
-        "B -> C"
-    );
-    assert!(versions.iter().all(|v| v == "1.0"), "B -> C: {versions:?}");
 }
 
 #[tokio::test]
