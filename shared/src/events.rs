@@ -14,6 +14,9 @@ use crate::conversation::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
+// As `InboxEvent`: the largest variant is one approval; events are built
+// once and moved, so boxing would only add an allocation per event.
+#[allow(clippy::large_enum_variant)]
 pub enum ConversationEvent {
     /// The whole conversation: first event of every stream, and again
     /// when a slow client missed events.

@@ -111,7 +111,7 @@ async fn delegate_and_decide(sub: &impl Sub, pin: &str, approve: bool, path: &st
         "{auths:?}"
     );
     assert!(
-        auths.iter().any(|a| *a == bearer),
+        auths.contains(&bearer),
         "the token never arrived: {auths:?}"
     );
     let (_, pending) = agent.get("/approvals").await;
