@@ -150,14 +150,18 @@ async function errorOf(call) {
   }
 }
 
-// The class name and message of the error a call fails with; `resolved`
-// (and no message) when it does not fail.
+// The class name and message of the error a call fails with (`resolved`
+// and no message when it does not fail), and `typed`: the SDK's A2A error
+// class, which its JSON-RPC transport hands over as the `cause` of a plain
+// Error when the error came as an SSE event of a stream.
 async function failureOf(call) {
   try {
     await call();
-    return { error: 'resolved', message: '' };
+    return { error: 'resolved', typed: 'resolved', message: '' };
   } catch (error) {
-    return { error: error?.name ?? String(error), message: error?.message ?? '' };
+    const name = error?.name ?? String(error);
+    const typed = error?.cause?.name ?? name;
+    return { error: name, typed, message: error?.message ?? '' };
   }
 }
 
