@@ -67,6 +67,11 @@ pub async fn scripted_app(dir: &Path, rules: &str) -> Router {
 /// The router of an agent named `test-agent` (version `0.0.1`) over
 /// `engine`, with no auth.
 pub fn app_of(engine: Engine) -> Router {
+    app_with_auth(engine, crate::auth::Authenticator::disabled())
+}
+
+/// As [`app_of`], authenticating requests with `auth`.
+pub fn app_with_auth(engine: Engine, auth: crate::auth::Authenticator) -> Router {
     router(AppState {
         engine,
         agent: Arc::new(AgentInfo {
@@ -81,7 +86,7 @@ pub fn app_of(engine: Engine) -> Router {
         quarantined_files: 0,
         rendered: Default::default(),
         hosts: Arc::new(asg_http::host_check::HostPolicy::any()),
-        auth: crate::auth::Authenticator::disabled(),
+        auth,
     })
 }
 

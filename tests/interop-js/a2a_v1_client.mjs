@@ -150,6 +150,21 @@ async function errorOf(call) {
   }
 }
 
+// The class name and message of the error a call fails with (`resolved`
+// and no message when it does not fail), and `typed`: the SDK's A2A error
+// class, which its JSON-RPC transport hands over as the `cause` of a plain
+// Error when the error came as an SSE event of a stream.
+async function failureOf(call) {
+  try {
+    await call();
+    return { error: 'resolved', typed: 'resolved', message: '' };
+  } catch (error) {
+    const name = error?.name ?? String(error);
+    const typed = error?.cause?.name ?? name;
+    return { error: name, typed, message: error?.message ?? '' };
+  }
+}
+
 async function cardAndClient(base, binding, fetchImpl, seen) {
   const card = await new DefaultAgentCardResolver({ fetchImpl }).resolve(base);
   report('card', {
@@ -232,10 +247,10 @@ async function push(client, hook) {
     afterDelete: after.configs.map((c) => c.id),
     expectedTask: taskId,
   });
-  const missing = await errorOf(() =>
-    client.getTaskPushNotificationConfig({ tenant: '', taskId, id: 'js-hook' })
-  );
-  report('push_deleted', { get: missing });
+  const gone = { tenant: '', taskId, id: 'js-hook' };
+  const get = await failureOf(() => client.getTaskPushNotificationConfig(gone));
+  const del = await failureOf(() => client.deleteTaskPushNotificationConfig(gone));
+  report('push_deleted', { get, delete: del });
 }
 
 async function streaming(client, name) {
@@ -254,8 +269,9 @@ async function streaming(client, name) {
   const approved = await drain(client.sendMessageStream(decision));
   const final = await client.getTask({ id: asked.task.id });
   report('stream_approve', { ...approved, taskId: asked.task.id, final: taskFacts(final) });
-  const done = await errorOf(() => drain(client.resubscribeTask({ tenant: '', id: listed.task.id })));
-  report('subscribe_done', { result: done });
+  const finished = { tenant: '', id: listed.task.id };
+  const done = await failureOf(() => drain(client.resubscribeTask(finished)));
+  report('subscribe_done', { ...done, taskId: listed.task.id });
 }
 
 async function versions(card, binding, key) {

@@ -18,9 +18,10 @@ with historyLength; a destructive request as TASK_STATE_INPUT_REQUIRED
 with the approval data part; text while waiting leaves it waiting; a
 continuation with a data part {"approved": true} (the tool ran, once) and
 {"approved": false} (it did not); ListTasks pages; CancelTask and
-TaskNotCancelableError; TaskNotFoundError; SendStreamingMessage and
-SubscribeToTask events; the push config methods (create, get, list,
-delete by id). Then version negotiation: the same SDK restricted
+TaskNotCancelableError; TaskNotFoundError; SendStreamingMessage;
+SubscribeToTask to a waiting task (its events) and to a completed one
+(UnsupportedOperationError); the push config methods (create, get, list,
+delete by id; a config not there is TaskNotFoundError). Then version negotiation: the same SDK restricted
 to the card's v0.3.0 interface still works (its compat transport), and an
 unsupported A2A-Version gets VersionNotSupportedError on both bindings.
 
@@ -57,7 +58,7 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a.utils.errors import VersionNotSupportedError
+from a2a.utils.errors import UnsupportedOperationError, VersionNotSupportedError
 
 JSONRPC = "JSONRPC"
 HTTP_JSON = "HTTP+JSON"
@@ -209,7 +210,7 @@ async def check_cancel_and_errors(client, name):
         pass
 
 
-async def check_streaming(client):
+async def check_streaming(client, name):
     request = SendMessageRequest(message=user_message([new_text_part("list all resources")]))
     events = [event async for event in client.send_message(request)]
     kinds = [event.WhichOneof("payload") for event in events]
@@ -219,9 +220,26 @@ async def check_streaming(client):
     expect_state(events[-1].status_update, TaskState.TASK_STATE_COMPLETED, "stream end")
     task_id = events[0].task.id
     TASKS.append(task_id)
+    # A finished task has nothing more to stream: UnsupportedOperationError
+    # naming the task and its state (the specification, both SDKs' servers).
+    try:
+        _ = [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))]
+        raise Mismatch("SubscribeToTask on a completed task did not fail")
+    except UnsupportedOperationError as error:
+        text = str(error)
+        check(task_id in text and "TASK_STATE_COMPLETED" in text, f"refusal: {text!r}")
+    # A waiting task: its snapshot and its current status.
+    request = SendMessageRequest(
+        message=user_message([new_text_part(f"add resource {name}-sub with value 4")])
+    )
+    events = [event async for event in client.send_message(request)]
+    task_id = events[0].task.id
+    TASKS.append(task_id)
     subscribed = [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))]
     kinds = [event.WhichOneof("payload") for event in subscribed]
     check(kinds == ["task", "status_update"], f"SubscribeToTask events: {kinds}")
+    expect_state(subscribed[-1].status_update, TaskState.TASK_STATE_INPUT_REQUIRED, "subscribed")
+    await client.cancel_task(CancelTaskRequest(id=task_id))
 
 
 async def check_push_configs(client, url):
@@ -241,6 +259,18 @@ async def check_push_configs(client, url):
     )
     listed = await client.list_task_push_notification_configs(listing)
     check(not listed.configs, f"listed after delete {listed}")
+    # A config the task does not have: TaskNotFoundError naming it (as both
+    # SDKs' servers answer).
+    gone = [
+        (client.get_task_push_notification_config, GetTaskPushNotificationConfigRequest),
+        (client.delete_task_push_notification_config, DeleteTaskPushNotificationConfigRequest),
+    ]
+    for call, request in gone:
+        try:
+            await call(request(task_id=task_id, id="v1-hook"))
+            raise Mismatch(f"{call.__name__} of a deleted config did not fail")
+        except TaskNotFoundError as error:
+            check("v1-hook" in str(error), f"{call.__name__}: {error}")
 
 
 async def check_binding(card, http, binding, name, hook):
@@ -249,7 +279,7 @@ async def check_binding(card, http, binding, name, hook):
     await check_list(client)
     await check_cancel_and_errors(client, name)
     await check_push_configs(client, hook)
-    await check_streaming(client_for(card, http, binding, streaming=True))
+    await check_streaming(client_for(card, http, binding, streaming=True), name)
 
 
 async def check_versions(card, base, key):

@@ -2,11 +2,13 @@
 //! with two API keys: alice, an approver, and bob):
 //! - the official Python SDK (a2a-sdk 1.3.0) in its native v1.0 mode runs
 //!   `tests/interop/a2a_sdk_v1_client.py` as alice over JSON-RPC and
-//!   HTTP+JSON (send, stream, get, list, cancel, subscribe, an approval
-//!   and its continuation, push configs; a v0.3 client and a refused
-//!   `A2A-Version`);
-//! - without the SDK: bob tries alice's tasks on every v1.0 method and
-//!   route (all not found, nothing decided), lists only his own, and the
+//!   HTTP+JSON (send, stream, get, list, cancel, subscribe to a waiting
+//!   task and, refused with UnsupportedOperationError, to a completed one,
+//!   an approval and its continuation, push configs and TaskNotFoundError
+//!   for one not there; a v0.3 client and a refused `A2A-Version`);
+//! - without the SDK: bob tries alice's tasks (finished ones too) on every
+//!   v1.0 method and route (all not found, never the terminal-state
+//!   refusal; nothing decided), lists only his own, and the
 //!   `A2A-Version` header is checked and answered.
 //!
 //! The SDK is looked up like `a2a_interop.rs` does; without it the SDK

@@ -205,10 +205,15 @@ fn check_list_cancel_push(report: &Report, hook: &str) {
     assert_eq!(push["got"], config, "{push}");
     assert_eq!(push["listed"], json!(["js-hook"]), "{push}");
     assert_eq!(push["afterDelete"], json!([]), "{push}");
-    // Both SDKs' own servers answer TaskNotFoundError for a config that
-    // is not there; ours answers invalid params (the SDK's
-    // RequestMalformedError). Pinned here so a change is noticed.
-    assert_eq!(report.str("push_deleted", "get"), "RequestMalformedError");
+    // A config that is not there is TaskNotFoundError naming it, as both
+    // SDKs' own servers answer.
+    let deleted = report.step("push_deleted");
+    for call in ["get", "delete"] {
+        assert_eq!(deleted[call]["error"], "TaskNotFoundError", "{deleted}");
+        assert_eq!(deleted[call]["typed"], "TaskNotFoundError", "{deleted}");
+        let message = deleted[call]["message"].as_str().unwrap();
+        assert!(message.contains("js-hook"), "{deleted}");
+    }
 }
 
 /// Streams: a plain turn, an approval asked and decided over streams,
@@ -280,10 +285,17 @@ fn check_stream_approval(report: &Report) {
             .unwrap()
             .contains("Created the resource")
     );
-    // The v1.0 spec wants UnsupportedOperationError for a subscription to
-    // a task in a terminal state (both SDKs' servers answer it); ours
-    // answers the task and its final status, as `a2a_v1.rs` also pins.
-    assert_eq!(report.str("subscribe_done", "result"), "resolved");
+    // A subscription to a task in a terminal state is refused with
+    // UnsupportedOperationError naming the task and its state (the v1.0
+    // specification; both SDKs' servers answer it). Over JSON-RPC the
+    // error is the stream's one SSE event, which the SDK throws as a plain
+    // Error whose cause is the typed one; over HTTP+JSON it is the 400.
+    let done = report.step("subscribe_done");
+    assert_eq!(done["typed"], "UnsupportedOperationError", "{done}");
+    let message = done["message"].as_str().unwrap();
+    let task = done["taskId"].as_str().unwrap();
+    assert!(message.contains(task), "{done}");
+    assert!(message.contains("TASK_STATE_COMPLETED"), "{done}");
 }
 
 /// The JS SDK on one binding against a fresh agent.

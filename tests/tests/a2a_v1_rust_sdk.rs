@@ -5,7 +5,8 @@
 //!   (`testdata/agent-resources.yaml`, API keys alice and bob) on JSON-RPC
 //!   and HTTP+JSON: card, send, get, an approval asked, nudged, approved
 //!   (once, a repeat refused), rejected and named with a wrong uuid, list
-//!   pages, cancel, not found, streaming with an approval, subscribe. The
+//!   pages, cancel, not found, streaming with an approval, subscribe
+//!   (refused on the finished listing: UnsupportedOperationError). The
 //!   binary prints what it saw as JSON lines; the assertions are here.
 //! - the asking sub-agent built on its server (`a2a-rust-asker`, started
 //!   by `asg_tests::asking_rust`) honours the contract our client's tests
@@ -233,14 +234,20 @@ fn check_streams(r: &Report, b: &str) {
     let answer = approved["artifact"].as_str().unwrap();
     assert!(answer.contains("Created the resource"), "{approved}");
 
+    // The listing is finished: a subscription to it is refused with
+    // UnsupportedOperationError naming the task and its state.
     let subscribed = r.step(b, "subscribe");
-    assert!(subscribed["error"].is_null(), "{subscribed}");
-    assert_eq!(
-        subscribed["kinds"],
-        json!(["task", "statusUpdate"]),
+    assert_eq!(r.error(b, "subscribe"), -32004, "{subscribed}");
+    let message = subscribed["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(stream["task"].as_str().unwrap()),
         "{subscribed}"
     );
-    assert_eq!(last_state(subscribed), Some(json!("TASK_STATE_COMPLETED")));
+    assert!(message.contains("TASK_STATE_COMPLETED"), "{subscribed}");
+    assert!(
+        subscribed["kinds"].as_array().is_none_or(Vec::is_empty),
+        "{subscribed}"
+    );
 }
 
 /// Every approved resource exists once, nothing refused, canceled or

@@ -2,7 +2,8 @@
 //! owner (the principal that may continue it) manages its configs;
 //! another principal's task is not found (-32001), a task it may read
 //! but not continue is forbidden (-32010). A refused callback URL or a
-//! malformed config is -32602 with the reason; without a push service
+//! malformed config is -32602 with the reason; a config the task does not
+//! have is -32602 on v0.3 and -32001 on v1.0; without a push service
 //! (a router built without one) every method answers -32003.
 
 use std::sync::Arc;
@@ -65,6 +66,22 @@ pub(crate) fn refused(why: String) -> RpcError {
     }
 }
 
+/// A config the caller's task does not have: v0.3 answers invalid params
+/// (-32602); v1.0 answers `TaskNotFoundError` (-32001; HTTP 404
+/// `TASK_NOT_FOUND`) naming the config, as both official SDKs' servers do.
+fn no_config(call: &Call, task: Uuid, wanted: Option<&str>) -> RpcError {
+    let message = match wanted {
+        Some(name) => format!("task {task} has no push notification config {name:?}"),
+        None => format!("task {task} has no push notification config"),
+    };
+    match call.wire {
+        super::Wire::V03 => RpcError::invalid_params(message),
+        super::Wire::V1Rpc | super::Wire::V1Rest => {
+            RpcError::new(error_codes::TASK_NOT_FOUND, message)
+        }
+    }
+}
+
 fn with_task(task: Uuid, config: PushNotificationConfig) -> TaskPushNotificationConfig {
     TaskPushNotificationConfig {
         task_id: task.to_string(),
@@ -112,12 +129,7 @@ async fn get(call: &Call, service: &PushService, params: Value) -> PushAnswer {
     let (id, conversation) = owned_task(call, &params.id).await?;
     let wanted = params.push_notification_config_id.as_deref();
     let config = service.get(id, wanted).await.map_err(refused)?;
-    let config = config.ok_or_else(|| {
-        RpcError::invalid_params(match wanted {
-            Some(name) => format!("task {id} has no push notification config {name:?}"),
-            None => format!("task {id} has no push notification config"),
-        })
-    })?;
+    let config = config.ok_or_else(|| no_config(call, id, wanted))?;
     Ok((conversation, to_value(&with_task(id, config))?))
 }
 
@@ -141,9 +153,7 @@ async fn delete(call: &Call, service: &PushService, params: Value) -> PushAnswer
         .push_notification_config_id
         .ok_or_else(|| RpcError::invalid_params("params.pushNotificationConfigId is required"))?;
     if !service.delete(id, &name).await.map_err(refused)? {
-        return Err(RpcError::invalid_params(format!(
-            "task {id} has no push notification config {name:?}"
-        )));
+        return Err(no_config(call, id, Some(&name)));
     }
     Ok((conversation, Value::Null))
 }

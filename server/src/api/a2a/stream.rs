@@ -146,6 +146,7 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
         let mut task = mapping::to_task(&conversation, &context, history_length);
         let running = engine.is_running(id).await;
         super::mark_running(&mut task, running);
+        finished_refused(call.wire, &task)?;
         let at = task_ref(&conversation, &context);
         // Only a turn in progress has more to stream; anything else (also a
         // conversation left mid-turn by a crash) is answered at once.
@@ -170,6 +171,26 @@ pub(crate) async fn resubscribe(call: Call, params: Option<Value>) -> Response {
     }
     .await;
     started.unwrap_or_else(|error| sse_error(rpc_id, call.wire, error))
+}
+
+/// v1.0 refuses a subscription to a task in a terminal state (nothing
+/// more can come): `UnsupportedOperationError` (-32004; HTTP 400
+/// `UNSUPPORTED_OPERATION`), as the specification and both official
+/// SDKs' servers answer. v0.3 answers the task and its final status.
+fn finished_refused(wire: Wire, task: &asg_shared::a2a::Task) -> Result<(), RpcError> {
+    if wire == Wire::V03 || !task.status.state.is_terminal() {
+        return Ok(());
+    }
+    let state = serde_json::to_value(asg_shared::a2a::v1::TaskState::from(task.status.state))
+        .unwrap_or(Value::Null);
+    let state = state.as_str().unwrap_or("a terminal state");
+    Err(RpcError::new(
+        error_codes::UNSUPPORTED_OPERATION,
+        format!(
+            "task {} is in terminal state {state}: there is nothing to subscribe to",
+            task.id
+        ),
+    ))
 }
 
 /// Relays `working` updates until our turn ends; `None` when the client

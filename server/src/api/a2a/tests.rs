@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 use uuid::Uuid;
 
-const RULES: &str = r#"
+pub(super) const RULES: &str = r#"
 rules:
   - when: { user: "(?i)fail" }
     fail: "scripted failure"

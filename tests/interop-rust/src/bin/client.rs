@@ -276,7 +276,8 @@ async fn drain(
 }
 
 /// SendStreamingMessage: a listing, an approval asked and approved in
-/// streams, then SubscribeToTask on the finished listing.
+/// streams, then SubscribeToTask on the finished listing (refused since
+/// it is finished; the test checks the error).
 async fn streaming(run: &Run) -> Option<()> {
     let request = message(text("list all resources"), None);
     let listed = drain(

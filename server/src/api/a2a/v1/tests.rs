@@ -606,3 +606,276 @@ async fn every_rest_route_served_is_documented_and_every_documented_one_is_serve
         checked.insert(name);
     }
 }
+
+/// An app whose engine keeps its data in `dir`, with a push service (as
+/// the `agent` binary layers it) that accepts loopback callbacks, and
+/// API keys for `alice` and `bob` (no roles: each reads only its own
+/// tasks).
+async fn app_with_keys(dir: &std::path::Path) -> Router {
+    use crate::config::{ApiKeyConfig, AuthConfig};
+    use crate::notify::deliver::{Deliveries, Retry};
+    use crate::notify::{A2aPushConfig, a2a_push::PushService};
+    let store = crate::store::JsonFileStore::open(dir).unwrap();
+    let engine = crate::test_support::scripted_engine(
+        std::sync::Arc::new(store),
+        super::super::tests::RULES,
+    )
+    .await;
+    let policy = A2aPushConfig {
+        allow_private_networks: true,
+        allowed_hosts: vec![],
+    };
+    let deliveries = Deliveries::start(4, 1, Retry::default());
+    let push = PushService::open(dir, None, engine.clone(), policy, deliveries).unwrap();
+    let key = |name: &str| ApiKeyConfig {
+        name: name.into(),
+        key_env: name.into(),
+        roles: vec![],
+        groups: vec![],
+    };
+    let config = AuthConfig {
+        oidc: None,
+        api_keys: vec![key("alice"), key("bob")],
+        role_map: None,
+    };
+    let auth =
+        crate::auth::Authenticator::from_config(&config, &|name| Some(api_key(name))).unwrap();
+    crate::test_support::app_with_auth(engine, auth).layer(axum::Extension(push))
+}
+
+/// The API key of `who` in [`app_with_keys`].
+fn api_key(who: &str) -> String {
+    format!("{who}-key-0123456789abcdef")
+}
+
+/// A v1.0 request with the API key of `who`: answers (status, body text).
+async fn as_caller(
+    app: &Router,
+    who: &str,
+    method: &str,
+    uri: &str,
+    body: Value,
+) -> (StatusCode, String) {
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .header("X-API-Key", api_key(who))
+        .body(Body::from(body))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A v1.0 JSON-RPC call as `who`; the answer, or the error event of a
+/// streaming method.
+async fn rpc_as(app: &Router, who: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+    let (status, text) = as_caller(app, who, "POST", "/a2a", body).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(_) => events(&text).pop().unwrap_or(Value::Null),
+    }
+}
+
+/// The reason and detail of a problem-details body.
+fn reason_and_detail(text: &str) -> (String, String) {
+    let problem: Value = serde_json::from_str(text).unwrap();
+    let reason = problem["error"]["details"][0]["reason"].as_str().unwrap();
+    (
+        reason.to_string(),
+        problem["detail"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn subscribing_to_a_finished_task_is_an_unsupported_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with_keys(dir.path()).await;
+    let sent = rpc_as(
+        &app,
+        "alice",
+        "SendMessage",
+        message(json!([{"text": "hi"}]), None),
+    )
+    .await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    let failed = rpc_as(
+        &app,
+        "alice",
+        "SendMessage",
+        message(json!([{"text": "fail"}]), None),
+    )
+    .await;
+    let failed_id = failed["result"]["task"]["id"].as_str().unwrap().to_string();
+    for (task, state) in [
+        (&id, "TASK_STATE_COMPLETED"),
+        (&failed_id, "TASK_STATE_FAILED"),
+    ] {
+        let refused = rpc_as(&app, "alice", "SubscribeToTask", json!({"id": task})).await;
+        assert_eq!(refused["error"]["code"], -32004, "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(task.as_str()) && message.contains(state),
+            "{message}"
+        );
+        for method in ["GET", "POST"] {
+            let uri = format!("/a2a/v1/tasks/{task}:subscribe");
+            let (status, text) = as_caller(&app, "alice", method, &uri, Value::Null).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{method} {uri}: {text}");
+            let (reason, detail) = reason_and_detail(&text);
+            assert_eq!(reason, "UNSUPPORTED_OPERATION", "{text}");
+            assert!(
+                detail.contains(task.as_str()) && detail.contains(state),
+                "{detail}"
+            );
+        }
+    }
+    // Ownership first: another principal learns nothing of the state.
+    let foreign = rpc_as(&app, "bob", "SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(foreign["error"]["code"], -32001, "{foreign}");
+    assert!(!foreign.to_string().contains("COMPLETED"), "{foreign}");
+    for method in ["GET", "POST"] {
+        let uri = format!("/a2a/v1/tasks/{id}:subscribe");
+        let (status, text) = as_caller(&app, "bob", method, &uri, Value::Null).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{text}");
+        assert_eq!(reason_and_detail(&text).0, "TASK_NOT_FOUND");
+        assert!(!text.contains("COMPLETED"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn subscribing_to_a_waiting_task_still_streams_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _) = waiting(dir.path());
+    let app = app(dir.path()).await;
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": id}});
+    let (_, _, text) = http(&app, "POST", "/a2a", Some("1.0"), body.to_string()).await;
+    let shapes: Vec<String> = events(&text).iter().map(|e| shape(&e["result"])).collect();
+    let expected = [
+        "task:TASK_STATE_INPUT_REQUIRED",
+        "statusUpdate:TASK_STATE_INPUT_REQUIRED",
+    ];
+    assert_eq!(shapes, expected, "{text}");
+    let uri = format!("/a2a/v1/tasks/{id}:subscribe");
+    let (status, _, text) = http(&app, "GET", &uri, None, String::new()).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(
+        events(&text).iter().map(shape).collect::<Vec<_>>(),
+        expected
+    );
+}
+
+#[tokio::test]
+async fn a_push_config_the_task_lacks_is_task_not_found_naming_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with_keys(dir.path()).await;
+    let sent = rpc_as(
+        &app,
+        "alice",
+        "SendMessage",
+        message(json!([{"text": "hi"}]), None),
+    )
+    .await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    let config = json!({"taskId": id, "id": "kept", "url": "http://127.0.0.1:9/hook"});
+    let made = rpc_as(&app, "alice", "CreateTaskPushNotificationConfig", config).await;
+    assert_eq!(made["result"]["id"], "kept", "{made}");
+    let missing = json!({"taskId": id, "id": "gone-cfg"});
+    for method in [
+        "GetTaskPushNotificationConfig",
+        "DeleteTaskPushNotificationConfig",
+    ] {
+        let answer = rpc_as(&app, "alice", method, missing.clone()).await;
+        assert_eq!(answer["error"]["code"], -32001, "{method}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("gone-cfg"), "{method}: {message}");
+    }
+    let uri = format!("/a2a/v1/tasks/{id}/pushNotificationConfigs/gone-cfg");
+    for method in ["GET", "DELETE"] {
+        let (status, text) = as_caller(&app, "alice", method, &uri, Value::Null).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method}: {text}");
+        let (reason, detail) = reason_and_detail(&text);
+        assert_eq!(reason, "TASK_NOT_FOUND", "{text}");
+        assert!(detail.contains("gone-cfg"), "{detail}");
+    }
+    // The config that exists is still there, and gone once deleted.
+    let kept = json!({"taskId": id, "id": "kept"});
+    let got = rpc_as(&app, "alice", "GetTaskPushNotificationConfig", kept.clone()).await;
+    assert_eq!(got["result"]["id"], "kept", "{got}");
+    let uri = format!("/a2a/v1/tasks/{id}/pushNotificationConfigs/kept");
+    assert_eq!(
+        as_caller(&app, "alice", "DELETE", &uri, Value::Null)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let again = rpc_as(&app, "alice", "GetTaskPushNotificationConfig", kept).await;
+    assert_eq!(again["error"]["code"], -32001, "{again}");
+    // Another principal's task is not found, whatever config it names.
+    for config in ["kept", "gone-cfg"] {
+        let params = json!({"taskId": id, "id": config});
+        let foreign = rpc_as(&app, "bob", "GetTaskPushNotificationConfig", params).await;
+        assert_eq!(foreign["error"]["code"], -32001, "{foreign}");
+        assert!(!foreign.to_string().contains(config), "{foreign}");
+        let uri = format!("/a2a/v1/tasks/{id}/pushNotificationConfigs/{config}");
+        let (status, text) = as_caller(&app, "bob", "DELETE", &uri, Value::Null).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{text}");
+        assert!(!text.contains(config), "{text}");
+    }
+}
+
+/// A v0.3 JSON-RPC call (no `A2A-Version`) as `who`: the body text.
+async fn rpc03_as(app: &Router, who: &str, method: &str, params: Value) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
+    let request = Request::builder()
+        .method("POST")
+        .uri("/a2a")
+        .header("content-type", "application/json")
+        .header("X-API-Key", api_key(who))
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn v03_keeps_its_answers_for_finished_tasks_and_missing_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with_keys(dir.path()).await;
+    let send = json!({"message": {"kind": "message", "messageId": Uuid::new_v4().to_string(),
+        "role": "user", "parts": [{"kind": "text", "text": "hi"}]}});
+    let text = rpc03_as(&app, "alice", "message/send", send).await;
+    let sent: Value = serde_json::from_str(&text).unwrap();
+    let id = sent["result"]["id"].as_str().unwrap().to_string();
+    let text = rpc03_as(&app, "alice", "tasks/resubscribe", json!({"id": id})).await;
+    let states: Vec<Value> = events(&text)
+        .iter()
+        .map(|e| e["result"]["status"]["state"].clone())
+        .collect();
+    assert_eq!(states, [json!("completed"), json!("completed")], "{text}");
+    let text = rpc03_as(&app, "bob", "tasks/resubscribe", json!({"id": id})).await;
+    assert_eq!(events(&text)[0]["error"]["code"], -32001, "{text}");
+    for method in ["get", "delete"] {
+        let params = json!({"id": id, "pushNotificationConfigId": "gone-cfg"});
+        let method = format!("tasks/pushNotificationConfig/{method}");
+        let answer: Value =
+            serde_json::from_str(&rpc03_as(&app, "alice", &method, params).await).unwrap();
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
+    }
+}
