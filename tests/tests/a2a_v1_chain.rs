@@ -152,20 +152,14 @@ async fn a_proxy_approval_decided_on_a_over_v1_runs_once_on_c_through_a_v03_hop(
 
     // The same decision again runs nothing more: the approval is decided
     // (A takes the words as a new turn, which C does not act on).
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage",
-        "params": message("approved", Some(task_id), Some(decision))});
-    let again: Value = reqwest::Client::new()
-        .post(format!("{}/a2a", a.url))
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let again = v1_rpc(
+        &a,
+        "SendMessage",
+        message("approved", Some(task_id), Some(decision)),
+    )
+    .await;
     assert_ne!(
-        again["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        again["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{again}"
     );
     assert_eq!(c.resource_names().await, ["deep"], "ran twice");
