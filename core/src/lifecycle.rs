@@ -246,6 +246,7 @@ fn interrupted_call(pending: &PendingApproval, now: DateTime<Utc>) -> asg_shared
             .clone()
             .unwrap_or_else(|| pending.tool_name.clone()),
         is_error: true,
+        auth_required: false,
     });
     message.node = pending.node.clone();
     message.is_error = true;

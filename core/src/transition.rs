@@ -455,6 +455,7 @@ pub fn result_message(pending: &PendingApproval, content: String, is_error: bool
         call_id: pending.call_id.clone(),
         name: called.to_string(),
         is_error,
+        auth_required: false,
     });
     message.is_error = is_error;
     message.node = pending.node.clone();

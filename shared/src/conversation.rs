@@ -98,6 +98,12 @@ pub struct ToolResult {
     /// True when the tool failed, was rejected or was interrupted.
     #[serde(default)]
     pub is_error: bool,
+    /// True when a sub-agent refused the call for want of a credential
+    /// (HTTP 401, or its task in `auth-required`): the A2A task answering
+    /// this turn is `auth-required`, so the client can send it again with
+    /// its `Authorization: Bearer`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auth_required: bool,
 }
 
 /// One entry of a conversation.

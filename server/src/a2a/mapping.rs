@@ -8,8 +8,11 @@
 //! - `canceled` → `canceled`; `completed` → `completed`;
 //! - `active`: nothing said yet → `submitted`; the last message is an
 //!   answer → `completed` (with the answer as an artifact), or `failed` when
-//!   that answer is an error report; otherwise a turn is under way →
-//!   `working`.
+//!   that answer is an error report; `auth-required` instead when a
+//!   sub-agent refused a call of that turn for want of a credential (a
+//!   tool result since the last user message with `auth_required`: the
+//!   client sends the message again with its `Authorization: Bearer`);
+//!   otherwise a turn is under way → `working`.
 
 use asg_shared::a2a::{
     A2aMessage, Artifact, MessageRole, Part, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -59,6 +62,9 @@ pub fn task_state(conversation: &Conversation) -> TaskState {
         ConversationStatus::Canceled => TaskState::Canceled,
         ConversationStatus::Active => match last_spoken(conversation) {
             None => TaskState::Submitted,
+            Some(m) if is_answer(m) && !auth_refusals(conversation).is_empty() => {
+                TaskState::AuthRequired
+            }
             Some(m) if is_answer(m) && m.is_error => TaskState::Failed,
             Some(m) if is_answer(m) => TaskState::Completed,
             Some(_) => TaskState::Working,
@@ -107,6 +113,7 @@ pub fn status(conversation: &Conversation, at: &TaskRef) -> TaskStatus {
     let state = task_state(conversation);
     let message = match state {
         TaskState::InputRequired => approvals_message(conversation.pending(), at),
+        TaskState::AuthRequired => auth_message(conversation, at),
         TaskState::Completed | TaskState::Failed | TaskState::Canceled => conversation
             .last_answer()
             .map(|m| agent_message(m.id.to_string(), at, &m.content)),
@@ -314,6 +321,29 @@ pub fn progress(event: &ConversationEvent, at: &TaskRef) -> Option<TaskStatus> {
     })
 }
 
+/// The tool results of the last turn (since the last user message) that
+/// a sub-agent refused for want of a credential, oldest first.
+fn auth_refusals(conversation: &Conversation) -> Vec<&Message> {
+    let mut refusals: Vec<&Message> = conversation
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role != Role::User)
+        .filter(|m| m.tool_result.as_ref().is_some_and(|r| r.auth_required))
+        .collect();
+    refusals.reverse();
+    refusals
+}
+
+/// The `auth-required` status message: what each sub-agent that wants a
+/// credential said (it names the sub-agent, never a token).
+fn auth_message(conversation: &Conversation, at: &TaskRef) -> Option<A2aMessage> {
+    let refusals = auth_refusals(conversation);
+    let first = refusals.first()?;
+    let text: Vec<&str> = refusals.iter().map(|m| m.content.as_str()).collect();
+    Some(agent_message(first.id.to_string(), at, &text.join("\n")))
+}
+
 fn is_answer(message: &Message) -> bool {
     message.role == Role::Assistant && message.tool_call.is_none()
 }
@@ -455,6 +485,37 @@ mod tests {
 
         c.pending_approval.as_mut().unwrap().state = ApprovalState::Executing;
         assert_eq!(task_state(&c), TaskState::Working);
+    }
+
+    #[test]
+    fn a_sub_agent_wanting_a_credential_makes_the_answered_turn_auth_required() {
+        let refusal = "sub-agent \"b\" needs a credential (HTTP 401)";
+        let mut result = message(Role::Tool, refusal);
+        result.tool_result = Some(asg_shared::ToolResult {
+            call_id: "c1".into(),
+            name: "b".into(),
+            is_error: true,
+            auth_required: true,
+        });
+        let c = conversation(vec![
+            message(Role::User, "ask b"),
+            result,
+            message(Role::Assistant, "b wants a credential"),
+        ]);
+        let task = to_task(&c, "ctx", None);
+        assert_eq!(task.status.state, TaskState::AuthRequired);
+        assert!(task.artifacts.is_empty());
+        assert_eq!(task.status.message.unwrap().text(), refusal);
+        // The next turn, sent with a credential, is answered normally.
+        let mut again = c.clone();
+        again.messages.push(message(Role::User, "ask b again"));
+        assert_eq!(task_state(&again), TaskState::Working);
+        again.messages.push(message(Role::Assistant, "b says hi"));
+        assert_eq!(task_state(&again), TaskState::Completed);
+        // A pipeline whose a2a step failed on it too.
+        let mut failed = c;
+        failed.messages.last_mut().unwrap().is_error = true;
+        assert_eq!(task_state(&failed), TaskState::AuthRequired);
     }
 
     #[test]

@@ -21,8 +21,13 @@ use crate::context::RequestContext;
 
 /// What a call produced.
 pub enum CallOutcome {
-    /// A result (or an error) for the model.
-    Done { content: String, is_error: bool },
+    /// A result (or an error) for the model; `auth_required` when a
+    /// sub-agent refused it for want of a credential.
+    Done {
+        content: String,
+        is_error: bool,
+        auth_required: bool,
+    },
     /// The sub-agent `agent` waits for an approval of its own.
     Remote {
         agent: String,
@@ -31,8 +36,22 @@ pub enum CallOutcome {
 }
 
 impl CallOutcome {
-    fn done(content: String, is_error: bool) -> CallOutcome {
-        CallOutcome::Done { content, is_error }
+    /// A result (or an error) for the model.
+    pub fn done(content: String, is_error: bool) -> CallOutcome {
+        CallOutcome::Done {
+            content,
+            is_error,
+            auth_required: false,
+        }
+    }
+
+    /// A sub-agent's refusal for want of a credential.
+    fn auth_required(content: String) -> CallOutcome {
+        CallOutcome::Done {
+            content,
+            is_error: true,
+            auth_required: true,
+        }
     }
 }
 
@@ -83,9 +102,14 @@ pub async fn execute(
 /// Cuts a long result at `limits.max_tool_result_bytes`, saying so.
 pub fn capped(inner: &Inner, outcome: CallOutcome) -> CallOutcome {
     match outcome {
-        CallOutcome::Done { content, is_error } => CallOutcome::Done {
+        CallOutcome::Done {
+            content,
+            is_error,
+            auth_required,
+        } => CallOutcome::Done {
             content: truncate_result(content, inner.limits.max_tool_result_bytes),
             is_error,
+            auth_required,
         },
         remote => remote,
     }
@@ -351,6 +375,8 @@ fn delegation(agent: &str, result: Result<Delegation, A2aError>) -> CallOutcome 
     let counted = match &result {
         Ok(Delegation::Completed(_)) => "answered",
         Ok(Delegation::Failed(_)) => "failed",
+        Ok(Delegation::AuthRequired(_)) => "auth_required",
+        Err(error) if error.is_unauthorized() => "auth_required",
         Ok(Delegation::InputRequired(_)) => "proxy_approval",
         Err(_) => "error",
     };
@@ -367,6 +393,10 @@ fn from_delegation(agent: &str, delegation: Delegation) -> CallOutcome {
         Delegation::Failed(reason) => {
             CallOutcome::done(format!("Sub-agent {agent} failed: {reason}"), true)
         }
+        Delegation::AuthRequired(reason) => CallOutcome::auth_required(format!(
+            "Sub-agent {agent:?} needs a credential: its task is auth-required ({reason}); send \
+             the request again with an Authorization: Bearer it accepts"
+        )),
         Delegation::InputRequired(approval) => CallOutcome::Remote {
             agent: agent.to_string(),
             approval,
@@ -376,6 +406,9 @@ fn from_delegation(agent: &str, delegation: Delegation) -> CallOutcome {
 
 fn from_error(agent: &str, error: A2aError) -> CallOutcome {
     tracing::warn!(agent, %error, "delegation failed");
+    if error.is_unauthorized() {
+        return CallOutcome::auth_required(error.to_string());
+    }
     CallOutcome::done(error.to_string(), true)
 }
 

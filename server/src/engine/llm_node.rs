@@ -373,8 +373,13 @@ impl Step<'_> {
             }
         };
         match outcome {
-            CallOutcome::Done { content, is_error } => {
-                Performed::Result(result_message(&call.id, &call.name, content, is_error))
+            CallOutcome::Done {
+                content,
+                is_error,
+                auth_required,
+            } => {
+                let message = result_message(&call.id, &call.name, content, is_error);
+                Performed::Result(needing_auth(message, auth_required))
             }
             CallOutcome::Remote { agent, approval } if *self.gate == Gate::Approve => {
                 Performed::Paused(Box::new(calls::proxy_approval(
@@ -540,13 +545,23 @@ pub fn result_message(call_id: &str, name: &str, content: String, is_error: bool
         call_id: call_id.to_string(),
         name: name.to_string(),
         is_error,
+        auth_required: false,
     });
     message.is_error = is_error;
     message
 }
 
+/// A tool message marked as a sub-agent's refusal for want of a
+/// credential when `auth_required`.
+pub fn needing_auth(mut message: Message, auth_required: bool) -> Message {
+    if let Some(result) = &mut message.tool_result {
+        result.auth_required = auth_required;
+    }
+    message
+}
+
 fn done(content: String, is_error: bool) -> CallOutcome {
-    CallOutcome::Done { content, is_error }
+    CallOutcome::done(content, is_error)
 }
 
 fn skipped_text() -> String {

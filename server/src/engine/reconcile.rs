@@ -52,7 +52,7 @@ pub fn verdict(pending: &PendingApproval, task: &Task) -> Verdict {
             ),
             is_error: false,
         },
-        Delegation::Failed(reason) => Verdict::Settled {
+        Delegation::Failed(reason) | Delegation::AuthRequired(reason) => Verdict::Settled {
             content: format!(
                 "{agent}'s task ended while this agent was stopped ({reason}); the approval here is closed."
             ),

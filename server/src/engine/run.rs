@@ -286,7 +286,10 @@ impl Exec {
             pending.no_edit = decision.no_edit;
             return Ok(pause(pending));
         }
-        let (content, is_error) = match self.delegate(a2a, &call, &decision, &gate).await {
+        let (content, is_error, auth_required) = match self
+            .delegate(a2a, &call, &decision, &gate)
+            .await
+        {
             CallOutcome::Remote { agent, approval } if gate == Gate::Approve => {
                 return Ok(pause(calls::proxy_approval(
                     self.conversation_id,
@@ -302,14 +305,16 @@ impl Exec {
                     approval.tool_name, approval.task_id
                 ),
                 true,
+                false,
             ),
-            CallOutcome::Done { content, is_error } => (content, is_error),
+            CallOutcome::Done {
+                content,
+                is_error,
+                auth_required,
+            } => (content, is_error, auth_required),
         };
-        record_in(
-            rec,
-            a2a,
-            llm_node::result_message(&call.id, &a2a.agent, content.clone(), is_error),
-        );
+        let result = llm_node::result_message(&call.id, &a2a.agent, content.clone(), is_error);
+        record_in(rec, a2a, llm_node::needing_auth(result, auth_required));
         rec.checkpoint().await?;
         if is_error {
             return Ok(Flow::Failed(Failure::SubAgent(content)));
@@ -376,13 +381,13 @@ impl Exec {
                 )
                 .await
             }
-            _ => CallOutcome::Done {
-                content: format!(
+            _ => CallOutcome::done(
+                format!(
                     "Refused: delegating to {} was not run: {}.",
                     a2a.agent, decision.reason
                 ),
-                is_error: true,
-            },
+                true,
+            ),
         }
     }
 

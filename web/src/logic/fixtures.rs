@@ -45,6 +45,7 @@ pub fn result(n: u128, call_id: &str, name: &str, content: &str, is_error: bool)
         call_id: call_id.to_string(),
         name: name.to_string(),
         is_error,
+        auth_required: false,
     });
     m
 }

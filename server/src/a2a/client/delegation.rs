@@ -42,6 +42,9 @@ pub enum Delegation {
     InputRequired(RemoteApproval),
     /// The task failed, was rejected or canceled; the reason.
     Failed(String),
+    /// The sub-agent's task waits for a credential (`auth-required`);
+    /// its status text.
+    AuthRequired(String),
 }
 
 /// A human's decision forwarded to a sub-agent's task.
@@ -123,6 +126,7 @@ pub fn delegation_of(task: &Task) -> Delegation {
                     .and_then(|q| serde_json::from_value(q.clone()).ok()),
             })
         }
+        TaskState::AuthRequired => Delegation::AuthRequired(status_text),
         state => Delegation::Failed(if status_text.is_empty() {
             format!("the sub-agent's task ended in state {state:?}")
         } else {

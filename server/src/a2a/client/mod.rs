@@ -63,6 +63,14 @@ pub enum A2aError {
         status: u16,
         message: String,
     },
+    /// The sub-agent wants a credential (HTTP 401): none was sent, or it
+    /// refused the one sent (`sent` says which: the caller's bearer or
+    /// the entry's `bearer_env` token). Never carries the token.
+    #[error("{}", unauthorized_text(agent, *sent))]
+    Unauthorized {
+        agent: String,
+        sent: Option<&'static str>,
+    },
     /// Too many agents in the chain.
     #[error(
         "delegation to {agent:?} refused: the request already passed through {depth} agents (max_delegation_depth); is there a delegation cycle?"
@@ -76,8 +84,26 @@ impl A2aError {
     pub fn is_unauthorized(&self) -> bool {
         matches!(
             self,
-            A2aError::Http { status: 401, .. } | A2aError::Refused { status: 401, .. }
+            A2aError::Unauthorized { .. }
+                | A2aError::Http { status: 401, .. }
+                | A2aError::Refused { status: 401, .. }
         )
+    }
+}
+
+/// What an [`A2aError::Unauthorized`] tells the user.
+fn unauthorized_text(agent: &str, sent: Option<&str>) -> String {
+    let again = "send the request again with an Authorization: Bearer it accepts";
+    match sent {
+        None => format!(
+            "sub-agent {agent:?} needs a credential (HTTP 401): the caller sent none and the \
+             entry has no bearer_env; {again}"
+        ),
+        Some(which) => {
+            format!(
+                "sub-agent {agent:?} refused the credential (HTTP 401) sent as {which}; {again}"
+            )
+        }
     }
 }
 
@@ -286,6 +312,12 @@ impl A2aClient {
             .round_trip(agent, request, ctx)
             .instrument(span)
             .await?;
+        if status == 401 {
+            return Err(A2aError::Unauthorized {
+                agent: agent.name.clone(),
+                sent: sent_credential(agent, ctx),
+            });
+        }
         let read = if (200..300).contains(&status) {
             wire::read(&route, op, &body)
         } else if route.binding == route::Binding::HttpJson {
@@ -356,6 +388,16 @@ impl A2aClient {
                 ),
             })?;
         Ok((status, body))
+    }
+}
+
+/// Which credential a request to `agent` carries (as [`A2aClient::round_trip`]
+/// picks it), named for an error message.
+fn sent_credential(agent: &SubAgent, ctx: &RequestContext) -> Option<&'static str> {
+    match (&ctx.bearer, &agent.service_token) {
+        (Some(_), _) => Some("the caller's bearer"),
+        (None, Some(_)) => Some("the entry's bearer_env token"),
+        (None, None) => None,
     }
 }
 

@@ -93,6 +93,19 @@ fn completed_and_failed_tasks() {
     assert_eq!(delegation_of(&failed), Delegation::Failed("boom".into()));
 }
 
+#[test]
+fn an_auth_required_task_is_not_a_failure() {
+    let waiting: Task = serde_json::from_value(json!({
+        "id": "t", "contextId": "c", "status": {"state": "auth-required", "message": {
+            "role": "agent", "messageId": "m", "parts": [{"kind": "text", "text": "log in first"}]}}
+    }))
+    .unwrap();
+    assert_eq!(
+        delegation_of(&waiting),
+        Delegation::AuthRequired("log in first".into())
+    );
+}
+
 fn entry(
     name: &str,
     url: String,

@@ -111,10 +111,10 @@ impl Turn<'_> {
         }
         if !order.approve {
             // The core records a local refusal itself; nothing to run.
-            return CallOutcome::Done {
-                content: asg_core::lifecycle::rejection_text(order.reason.as_deref()),
-                is_error: true,
-            };
+            return CallOutcome::done(
+                asg_core::lifecycle::rejection_text(order.reason.as_deref()),
+                true,
+            );
         }
         tracing::info!(approval = %pending.uuid, tool = %pending.tool_name, "approved; executing stored arguments");
         let site = crate::engine::CallSite {
@@ -140,7 +140,9 @@ impl Turn<'_> {
     fn call_result(&self, order: &CallOrder, outcome: CallOutcome) -> CallResult {
         let pending = &order.pending;
         match outcome {
-            CallOutcome::Done { content, is_error } => CallResult::Done { content, is_error },
+            CallOutcome::Done {
+                content, is_error, ..
+            } => CallResult::Done { content, is_error },
             CallOutcome::Remote { agent, approval } => {
                 let next = calls::proxy_approval(
                     self.conversation.id,

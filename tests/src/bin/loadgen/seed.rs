@@ -169,6 +169,7 @@ fn listing_exchange(index: usize, at: &impl Fn(i64) -> DateTime<Utc>) -> Vec<Mes
                 call_id: list_call,
                 name: "resources_list".into(),
                 is_error: false,
+                auth_required: false,
             }),
             ..message(Role::Tool, listing.clone(), at(3))
         },
