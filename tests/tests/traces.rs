@@ -148,7 +148,8 @@ async fn one_trace_spans_the_caller_agent_a_sub_agent_b_and_its_mcp_tool() {
     let a_tool = one(&spans, "delegator", "execute_tool downstream");
     assert_eq!(a_tool.attr("mcp.server.name"), Some("a2a"));
     assert!(descends(&spans, a_tool, a_request));
-    let a2a_call = one(&spans, "delegator", "a2a message/send");
+    // Our card lists A2A v1.0 JSON-RPC first: A speaks it to B.
+    let a2a_call = one(&spans, "delegator", "a2a SendMessage");
     assert_eq!(a2a_call.kind, 3, "client");
     assert_eq!(a2a_call.parent_span_id, a_tool.span_id);
 
