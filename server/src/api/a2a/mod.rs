@@ -26,7 +26,7 @@ use asg_shared::a2a::{A2aMessage, JsonRpcResponse, Part, Task, TaskState, error_
 use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval, QuestionReply};
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
@@ -101,14 +101,14 @@ async fn rpc(
     let (id, method, params) = match parse_envelope(&body) {
         Ok(request) => request,
         Err((id, error)) => {
-            let response = json_response(error_response(id, error), None);
+            let response = error_answer(id, error);
             return counted("invalid", "0.3", response);
         }
     };
     let v1 = v1::is_method(&method);
     let version = if v1 { v1::PROTOCOL_VERSION } else { "0.3" };
     if let Err(error) = v1::check_version(&headers) {
-        let response = json_response(error_response(id, error), None);
+        let response = error_answer(id, error);
         return v1::versioned(counted("invalid", version, response), version);
     }
     let label = method_label(&method);
@@ -208,7 +208,7 @@ async fn dispatch(
                 Ok((conversation, result)) => {
                     json_response(result_response(id, &result), Some(tag(&conversation)))
                 }
-                Err(error) => json_response(error_response(id, error), None),
+                Err(error) => error_answer(id, error),
             };
         }
         other => Err(RpcError::new(
@@ -224,7 +224,7 @@ async fn dispatch(
             let tag = tag(&conversation.0);
             json_response(result_response(id, &conversation.1), Some(tag))
         }
-        Err(error) => json_response(error_response(id, error), None),
+        Err(error) => error_answer(id, error),
     }
 }
 
@@ -544,10 +544,10 @@ pub(crate) fn engine_error(error: &EngineError) -> RpcError {
             RpcError::new(error_codes::TASK_NOT_CANCELABLE, error.to_string())
         }
         EngineError::Forbidden(why) => forbidden(why.clone()),
-        EngineError::ShuttingDown
-        | EngineError::TooManySubscribers(_)
-        | EngineError::Busy(_)
-        | EngineError::Overloaded { .. } => {
+        EngineError::Overloaded { retry_after_secs } => {
+            RpcError::overloaded(error.to_string(), *retry_after_secs)
+        }
+        EngineError::ShuttingDown | EngineError::TooManySubscribers(_) | EngineError::Busy(_) => {
             RpcError::new(error_codes::INTERNAL_ERROR, error.to_string())
         }
         // The details (file paths, causes) go to the log only.
@@ -698,6 +698,20 @@ pub(crate) fn tag(conversation: &Conversation) -> ConversationTag {
         id: conversation.id,
         session_id: conversation.session_id.clone(),
     }
+}
+
+/// A JSON-RPC error answer: HTTP 200, except an overloaded agent's 503
+/// with `Retry-After` (the body is the JSON-RPC error either way).
+pub(crate) fn error_answer(id: Value, error: RpcError) -> Response {
+    let retry_after = error.retry_after_secs;
+    let mut response = json_response(error_response(id, error), None);
+    if let Some(secs) = retry_after {
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
 }
 
 pub(crate) fn json_response(body: JsonRpcResponse, tag: Option<ConversationTag>) -> Response {

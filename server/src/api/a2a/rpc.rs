@@ -20,6 +20,9 @@ pub struct RpcError {
     pub code: i64,
     /// What is wrong.
     pub message: String,
+    /// Set when the agent is overloaded: the HTTP answer is 503 with
+    /// this `Retry-After`, whatever the binding.
+    pub retry_after_secs: Option<u64>,
 }
 
 impl RpcError {
@@ -27,6 +30,15 @@ impl RpcError {
         RpcError {
             code,
             message: message.into(),
+            retry_after_secs: None,
+        }
+    }
+
+    /// The agent has no place for the request now; retry after `secs`.
+    pub(crate) fn overloaded(message: impl Into<String>, secs: u64) -> RpcError {
+        RpcError {
+            retry_after_secs: Some(secs),
+            ..RpcError::new(error_codes::INTERNAL_ERROR, message)
         }
     }
 

@@ -265,10 +265,10 @@ async fn relay(sink: &Sink, at: &TaskRef, event: &ConversationEvent) -> bool {
 }
 
 fn internal(what: &str) -> RpcError {
-    RpcError {
-        code: error_codes::INTERNAL_ERROR,
-        message: format!("internal error: {what}"),
-    }
+    RpcError::new(
+        error_codes::INTERNAL_ERROR,
+        format!("internal error: {what}"),
+    )
 }
 
 /// The artifact of a completed turn, then the final status update.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::{RULES, call};
@@ -117,6 +117,7 @@ async fn a_turn_past_the_running_and_queued_places_gets_503_with_retry_after() {
     assert_eq!(refused["error"]["code"], "overloaded");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("limits.max_running_turns"), "{message}");
+    refused_on_every_a2a_binding(&app).await;
 
     store.release_saves();
     let (status, answered) = running.await.unwrap();
@@ -124,4 +125,58 @@ async fn a_turn_past_the_running_and_queued_places_gets_503_with_retry_after() {
     let uri = format!("/conversations/{second}/messages");
     let (status, _) = call(&app, "POST", &uri, r#"{"message":"now"}"#).await;
     assert_eq!(status, StatusCode::OK, "a place is free again");
+}
+
+/// A2A callers meet the same refusal as REST ones: 503 with
+/// `Retry-After`, the body in their binding's error form.
+async fn refused_on_every_a2a_binding(app: &axum::Router) {
+    let message = json!({"role": "user", "parts": [{"kind": "text", "text": "one too many"}],
+        "messageId": "m-1"});
+    let v03 = json!({"jsonrpc": "2.0", "id": 7, "method": "message/send",
+        "params": {"message": message}});
+    let v1_message = json!({"role": "ROLE_USER", "parts": [{"text": "one too many"}],
+        "messageId": "m-2"});
+    let v1 = json!({"jsonrpc": "2.0", "id": 8, "method": "SendMessage",
+        "params": {"message": v1_message}});
+    let rest = json!({"message": v1_message});
+    for (uri, body, version) in [
+        ("/a2a", v03, None),
+        ("/a2a", v1, Some("1.0")),
+        ("/a2a/v1/message:send", rest, Some("1.0")),
+    ] {
+        let mut request = Request::post(uri).header("content-type", "application/json");
+        if let Some(version) = version {
+            request = request.header("A2A-Version", version);
+        }
+        let response = app
+            .clone()
+            .oneshot(request.body(Body::from(body.to_string())).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{uri} {body}"
+        );
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1", "{uri}");
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let refused: Value = serde_json::from_slice(&bytes).unwrap();
+        let text = if uri == "/a2a" {
+            assert_eq!(refused["error"]["code"], -32603, "{refused}");
+            assert_eq!(refused["id"], body["id"], "{refused}");
+            refused["error"]["message"].clone()
+        } else {
+            assert_eq!(refused["status"], 503, "{refused}");
+            assert_eq!(refused["reason"], "UNAVAILABLE", "{refused}");
+            assert_eq!(refused["error"]["status"], "UNAVAILABLE", "{refused}");
+            refused["detail"].clone()
+        };
+        let text = text.as_str().unwrap_or_default();
+        assert!(
+            text.contains("limits.max_running_turns"),
+            "{uri}: {refused}"
+        );
+    }
 }

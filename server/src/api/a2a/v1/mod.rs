@@ -18,7 +18,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{Call, RpcError, error_response, json_response, result_response, tag, typed};
+use super::{Call, RpcError, error_answer, json_response, result_response, tag, typed};
 
 pub mod list;
 pub mod rest;
@@ -88,7 +88,7 @@ pub(crate) async fn dispatch(call: Call, method: &str, params: Option<Value>) ->
         "ListTasks" => {
             return match list::list_tasks(&call, params).await {
                 Ok(page) => json_response(result_response(id, &page), None),
-                Err(error) => json_response(error_response(id, error), None),
+                Err(error) => error_answer(id, error),
             };
         }
         "SendMessage" => match send_params(params) {
@@ -105,7 +105,7 @@ pub(crate) async fn dispatch(call: Call, method: &str, params: Option<Value>) ->
         Ok((conversation, value)) => {
             json_response(result_response(id, &value), Some(tag(&conversation)))
         }
-        Err(error) => json_response(error_response(id, error), None),
+        Err(error) => error_answer(id, error),
     }
 }
 

@@ -364,8 +364,16 @@ fn ok(body: &impl serde::Serialize) -> Response {
     response
 }
 
-/// The HTTP status and the `ErrorInfo` reason of an error.
-fn status_and_reason(code: i64) -> (StatusCode, &'static str) {
+/// The HTTP status and the `ErrorInfo` reason of an error: 503
+/// `UNAVAILABLE` for an overloaded agent, else by its code.
+fn status_and_reason(error: &RpcError) -> (StatusCode, &'static str) {
+    if error.retry_after_secs.is_some() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE");
+    }
+    status_of_code(error.code)
+}
+
+fn status_of_code(code: i64) -> (StatusCode, &'static str) {
     match code {
         error_codes::TASK_NOT_FOUND => (StatusCode::NOT_FOUND, "TASK_NOT_FOUND"),
         error_codes::TASK_NOT_CANCELABLE => (StatusCode::BAD_REQUEST, "TASK_NOT_CANCELABLE"),
@@ -405,7 +413,8 @@ pub struct Problem {
     /// `TASK_NOT_FOUND`, `TASK_NOT_CANCELABLE`, `INVALID_PARAMS`,
     /// `VERSION_NOT_SUPPORTED`, `METHOD_NOT_FOUND`, `FORBIDDEN`,
     /// `PUSH_NOTIFICATION_NOT_SUPPORTED`, `UNSUPPORTED_OPERATION`,
-    /// `CONTENT_TYPE_NOT_SUPPORTED`, `INVALID_REQUEST` or `INTERNAL_ERROR`.
+    /// `CONTENT_TYPE_NOT_SUPPORTED`, `INVALID_REQUEST`, `UNAVAILABLE` (an
+    /// overloaded agent, with `Retry-After`) or `INTERNAL_ERROR`.
     pub reason: &'static str,
     /// The same error as a `google.rpc.Status`.
     pub error: RpcStatus,
@@ -440,9 +449,10 @@ pub struct ErrorInfo {
 
 /// The problem details of an error (also the data of an SSE error event).
 pub(crate) fn problem_body(error: &RpcError) -> Value {
-    let (status, reason) = status_and_reason(error.code);
+    let (status, reason) = status_and_reason(error);
     let grpc_status = match status {
         StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
         StatusCode::FORBIDDEN => "PERMISSION_DENIED",
         StatusCode::INTERNAL_SERVER_ERROR => "INTERNAL",
         _ if reason.starts_with("INVALID") || reason == "CONTENT_TYPE_NOT_SUPPORTED" => {
@@ -472,7 +482,7 @@ pub(crate) fn problem_body(error: &RpcError) -> Value {
 
 /// An error as a problem-details response.
 pub(crate) fn problem(error: &RpcError) -> Response {
-    let (status, _) = status_and_reason(error.code);
+    let (status, _) = status_and_reason(error);
     let mut response = (
         status,
         [(
@@ -482,6 +492,11 @@ pub(crate) fn problem(error: &RpcError) -> Response {
         problem_body(error).to_string(),
     )
         .into_response();
+    if let Some(secs) = error.retry_after_secs {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     response.extensions_mut().insert(RpcOutcome { error: true });
     response
 }
