@@ -14,7 +14,7 @@ use serde_json::Map;
 use uuid::Uuid;
 
 use crate::a2a::client::A2aClient;
-use crate::api::{AgentInfo, AppState, never_shutdown, router};
+use crate::api::{AgentInfo, AppParts, never_shutdown, router};
 use crate::engine::{AgentTree, Engine, EngineParts, LlmNode, new_message};
 use crate::llm::scripted::ScriptedModel;
 use crate::mcp::ToolRegistry;
@@ -72,7 +72,7 @@ pub fn app_of(engine: Engine) -> Router {
 
 /// As [`app_of`], authenticating requests with `auth`.
 pub fn app_with_auth(engine: Engine, auth: crate::auth::Authenticator) -> Router {
-    router(AppState {
+    router(AppParts {
         engine,
         agent: Arc::new(AgentInfo {
             name: "test-agent".into(),

@@ -13,7 +13,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::a2a::client::A2aClient;
-use crate::api::{self, AgentInfo, AppState, CardSecurity};
+use crate::api::{self, AgentInfo, AppParts, CardSecurity};
 use crate::audit::AuditLog;
 use crate::auth::Authenticator;
 use crate::channels::Channels;
@@ -126,7 +126,7 @@ impl App {
     /// The HTTP router; `bound_port` builds the default public URL,
     /// `shutdown` ends the event streams.
     pub fn router(&self, bound_port: u16, shutdown: tokio::sync::watch::Receiver<bool>) -> Router {
-        let router = api::router(AppState {
+        let router = api::router(AppParts {
             shutdown,
             engine: self.engine.clone(),
             quarantined_files: self.quarantined_files,
