@@ -9,7 +9,9 @@
 //! 3. `GET /conversations/{id}` on random stored conversations;
 //! 4. full turns: each client sends "list resources" to its own
 //!    conversation (model step, MCP `resources_list` call, durable writes);
-//! 5. A2A `message/send` through A -> B (A delegates every task to B).
+//! 5. A2A `message/send` straight to the agent, answered by its model
+//!    (a new task, one model call, no tool);
+//! 6. A2A `message/send` through A -> B (A delegates every task to B).
 //!
 //! Beside 3 and 5, in the same run, their anchors (`loadgen/anchors.rs`):
 //! the axum hello-world (`hello`) under the same GET load and the official
@@ -509,10 +511,12 @@ async fn load_phases(
         data_dir: tmp.join("data-a"),
         ..spec.clone()
     };
+    let a2a_reply = a2a_reply_phase(s, http, &agent.url).await?;
     let a2a = a2a_phase(s, http, delegator, std::slice::from_ref(&agent.url)).await?;
     let a2a_sdk = anchors::a2a_sdk(s, http, &tmp.join("a2a-sdk.log")).await;
     let headline = Headline {
         turn: turn.clone(),
+        a2a_reply: a2a_reply.clone(),
         a2a: a2a.clone(),
         a2a_sdk,
         show: show[0].clone(),
@@ -521,7 +525,7 @@ async fn load_phases(
         overload: Vec::new(),
     };
     phases.extend(show);
-    phases.extend([turn, a2a]);
+    phases.extend([turn, a2a_reply, a2a]);
     Ok((phases, headline))
 }
 
@@ -691,7 +695,30 @@ fn tails(agents: &[&AgentProcess]) -> String {
     }
 }
 
-/// Phase 5: A2A `message/send` through an A -> B chain: A (the delegator,
+/// Phase 5: A2A `message/send` to the agent at `base`, answered by its
+/// model, with the same clients and budget as the turns.
+async fn a2a_reply_phase(s: &Settings, http: &reqwest::Client, base: &str) -> Result<Phase> {
+    eprintln!("loadgen: A2A message/send, model reply");
+    let url = Arc::new(format!("{base}/a2a"));
+    let reply = {
+        let http = http.clone();
+        move |_client: usize, _iteration: usize| {
+            let (http, url) = (http.clone(), url.clone());
+            async move { requests::a2a_reply(&http, &url).await }
+        }
+    };
+    load::run(s.clients, turn_warmup(s), reply.clone()).await?;
+    let measured = load::run(s.clients, s.turn_budget, reply);
+    Phase::measure(
+        "5. A2A message/send, model reply".into(),
+        "req",
+        None,
+        measured,
+    )
+    .await
+}
+
+/// Phase 6: A2A `message/send` through an A -> B chain: A (the delegator,
 /// started here from `spec`: its data dir and store) hands every task to
 /// this agent (B, at `bases[0]`) over A2A. With several B (replicas on one
 /// database), one A per B (A_i delegating to B_i, the A on one store too),
@@ -720,7 +747,7 @@ async fn a2a_phase(
     };
     load::run(s.clients, turn_warmup(s), chain.clone()).await?;
     let measured = load::run(s.clients, s.turn_budget, chain);
-    let name = "5. A2A message/send, A -> B chain".into();
+    let name = "6. A2A message/send, A -> B chain".into();
     let phase = Phase::measure(name, "req", None, measured).await?;
     for orchestrator in orchestrators {
         orchestrator.stop().await?;

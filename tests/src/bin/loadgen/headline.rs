@@ -19,9 +19,11 @@ use crate::phase::{Phase, aligned_table, line, ms};
 pub struct Headline {
     /// Full turns (phase 4).
     pub turn: Phase,
-    /// A2A `message/send` through A -> B (phase 5) and its anchor.
-    pub a2a: Phase,
+    /// A2A `message/send` answered by the model (phase 5) and its anchor.
+    pub a2a_reply: Phase,
     pub a2a_sdk: Anchor,
+    /// A2A `message/send` through A -> B (phase 6), without an anchor.
+    pub a2a: Phase,
     /// `GET /conversations/{id}` at full concurrency (phase 3) and its anchor.
     pub show: Phase,
     pub hello: Anchor,
@@ -58,6 +60,7 @@ impl Headline {
         let mut rows = vec![
             self.turn_row(),
             self.a2a_row(),
+            self.a2a_chain_row(),
             self.show_row(),
             self.bundle_row(),
         ];
@@ -126,14 +129,28 @@ impl Headline {
     fn a2a_row(&self) -> Row {
         anchored_row(
             format!(
-                "A2A message/send, A -> B (model reply), {} clients",
-                self.a2a.result.clients
+                "A2A message/send, model reply, {} clients",
+                self.a2a_reply.result.clients
             ),
-            &self.a2a,
+            &self.a2a_reply,
             &self.a2a_sdk,
             false,
             "≥ 5×",
         )
+    }
+
+    fn a2a_chain_row(&self) -> Row {
+        Row {
+            work: format!(
+                "A2A message/send, A -> B chain (2 turns, 1 MCP tool), {} clients",
+                self.a2a.result.clients
+            ),
+            ours: rate_p99(&self.a2a),
+            anchor: NONE.into(),
+            ratio: NONE.into(),
+            goal: NONE,
+            load: self.a2a.load_text(),
+        }
     }
 
     fn show_row(&self) -> Row {
@@ -326,8 +343,9 @@ mod tests {
     fn headline(hello: Anchor, a2a_sdk: Anchor) -> Headline {
         Headline {
             turn: phase(100, 874, 70, "turn"),
-            a2a: phase(100, 1434, 54, "req"),
+            a2a_reply: phase(100, 1434, 54, "req"),
             a2a_sdk,
+            a2a: phase(100, 600, 90, "req"),
             show: phase(100, 27_000, 10, "req"),
             hello,
             bundle: Bundle::Missing("web/dist".into()),
@@ -353,8 +371,12 @@ mod tests {
             label: "a2a-sdk 0.3.26 echo server".into(),
             phase: Box::new(phase(100, 956, 100, "req")),
         };
-        let rows = headline(hello, a2a_sdk).rows();
-        assert_eq!(rows.len(), 4);
+        let mut rows = headline(hello, a2a_sdk).rows();
+        assert_eq!(rows.len(), 5);
+        let chain = rows.remove(2);
+        assert!(chain.work.contains("A -> B chain"), "{chain:?}");
+        assert_eq!(chain.ours, "600 req/s, p99 90.0 ms");
+        assert_eq!((chain.anchor.as_str(), chain.ratio.as_str()), ("—", "—"));
         assert_eq!(rows[0].ours, "874 turns/s, p99 70.0 ms");
         assert_eq!(rows[0].ratio, "—");
         assert_eq!(

@@ -145,7 +145,7 @@ pub async fn list_resources(http: &reqwest::Client, url: &str) -> Result<()> {
 /// One A2A `message/send` to the orchestrator, which delegates to the
 /// resource agent: the task must come back completed with the listing.
 pub async fn a2a_list(http: &reqwest::Client, url: &str) -> Result<()> {
-    let answer = a2a_send(http, url).await?;
+    let answer = a2a_send(http, url, A2A_TEXT).await?;
     ensure!(
         answer["result"]["status"]["state"] == "completed"
             && answer.to_string().contains("Downstream answered: There "),
@@ -157,7 +157,7 @@ pub async fn a2a_list(http: &reqwest::Client, url: &str) -> Result<()> {
 /// The same `message/send` to the a2a-sdk echo server (the anchor): the
 /// answer must be a message carrying the text back.
 pub async fn a2a_echo(http: &reqwest::Client, url: &str) -> Result<()> {
-    let answer = a2a_send(http, url).await?;
+    let answer = a2a_send(http, url, A2A_TEXT).await?;
     ensure!(
         answer["result"]["kind"] == "message" && answer["result"]["parts"][0]["text"] == A2A_TEXT,
         "unexpected A2A echo: {answer}"
@@ -165,16 +165,29 @@ pub async fn a2a_echo(http: &reqwest::Client, url: &str) -> Result<()> {
     Ok(())
 }
 
-/// The text every A2A request sends.
+/// A2A `message/send` straight to the agent with a text its model
+/// answers without a tool (the scripted model's fallback reply): a new
+/// task, one model call, its durable saves.
+pub async fn a2a_reply(http: &reqwest::Client, url: &str) -> Result<()> {
+    let answer = a2a_send(http, url, "hello").await?;
+    ensure!(
+        answer["result"]["status"]["state"] == "completed"
+            && answer.to_string().contains("I manage resources"),
+        "unexpected A2A result: {answer}"
+    );
+    Ok(())
+}
+
+/// The text the chain and the echo anchor send.
 const A2A_TEXT: &str = "list resources";
 
-/// POSTs one A2A `message/send` with [`A2A_TEXT`]; the JSON-RPC answer.
-async fn a2a_send(http: &reqwest::Client, url: &str) -> Result<serde_json::Value> {
+/// POSTs one A2A `message/send` with `text`; the JSON-RPC answer.
+async fn a2a_send(http: &reqwest::Client, url: &str, text: &str) -> Result<serde_json::Value> {
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "message/send",
         "params": {"message": {
             "role": "user", "kind": "message", "messageId": uuid::Uuid::new_v4().to_string(),
-            "parts": [{"kind": "text", "text": A2A_TEXT}]
+            "parts": [{"kind": "text", "text": text}]
         }}
     });
     let response = http.post(url).json(&body).send().await?;
