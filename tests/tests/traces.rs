@@ -242,18 +242,21 @@ async fn over_grpc_the_approval_is_in_both_traces_with_who_decided() {
     assert_eq!(status, 200, "{decided}");
 
     let spans = receiver
-        .wait_for("the approved call's span and both approval events", |spans| {
-            let has_event = |name: &str| {
-                spans
-                    .iter()
-                    .any(|s| s.events.iter().any(|(event, _)| event == name))
-            };
-            // The decision's request span ends after the call's span, and
-            // the batch exporter may send them in different exports.
-            spans.iter().any(|s| s.name == "execute_tool resources_add")
-                && has_event("approval.requested")
-                && has_event("approval.decided")
-        })
+        .wait_for(
+            "the approved call's span and both approval events",
+            |spans| {
+                let has_event = |name: &str| {
+                    spans
+                        .iter()
+                        .any(|s| s.events.iter().any(|(event, _)| event == name))
+                };
+                // The decision's request span ends after the call's span, and
+                // the batch exporter may send them in different exports.
+                spans.iter().any(|s| s.name == "execute_tool resources_add")
+                    && has_event("approval.requested")
+                    && has_event("approval.decided")
+            },
+        )
         .await;
     assert!(spans.iter().all(|s| s.service == "resources-under-test"));
     let (requested, event) = with_event(&spans, "approval.requested");

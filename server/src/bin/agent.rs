@@ -76,11 +76,11 @@ fn main() -> ExitCode {
     exit_code(runtime.block_on(async {
         match args.command {
             Some(Command::Migrate) => {
-                init_logging();
+                let _logs = init_logging();
                 migrate(&args.config).await
             }
             Some(Command::Check) => {
-                init_logging();
+                let _logs = init_logging();
                 check(&args.config)
             }
             None => run(args).await,
