@@ -97,26 +97,29 @@ where
         LogFormat::Text
     });
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
-    let subscriber = Registry::default().with(extra);
-    match format {
+    let lines = match format {
         LogFormat::Text => {
             let no_trace_spans =
                 filter_fn(|meta| !(meta.is_span() && meta.target() == SPAN_TARGET));
-            let text = tracing_subscriber::fmt::layer()
+            tracing_subscriber::fmt::layer()
                 .with_ansi(false)
                 .with_writer(writer)
-                .with_filter(filter().and(no_trace_spans));
-            subscriber.with(text).init();
+                .with_filter(filter().and(no_trace_spans))
+                .boxed()
         }
-        LogFormat::Json => {
-            let json = tracing_subscriber::fmt::layer()
-                .fmt_fields(JsonFields::new())
-                .event_format(JsonLines)
-                .with_writer(writer)
-                .with_filter(filter());
-            subscriber.with(json).init();
-        }
-    }
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .fmt_fields(JsonFields::new())
+            .event_format(JsonLines)
+            .with_writer(writer)
+            .with_filter(filter())
+            .boxed(),
+    };
+    // A list, not `Option<L>`: an absent `Option` layer declares interest
+    // in every callsite, so every span and every `trace!` of every crate
+    // would reach the filters at run time; a list asks only its members.
+    let mut layers = vec![lines];
+    layers.extend(extra.map(Layer::boxed));
+    Registry::default().with(layers).init();
     LogGuard { _writer: guard }
 }
 
