@@ -58,6 +58,17 @@ enum Command {
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's options, read when it starts: freed pages go back to the
+/// system about a second after a burst, from one thread of jemalloc's
+/// own, even while the agent is idle (by default they are returned only
+/// when the agent allocates again: after 1,000 clients left, an idle
+/// agent kept 87 MiB; with these options 39 MiB, 36 at start).
+/// `_RJEM_MALLOC_CONF` in the environment still overrides them.
+#[allow(non_upper_case_globals)]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+pub static malloc_conf: &[u8] =
+    b"background_thread:true,max_background_threads:1,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 /// Most threads tokio's blocking pool may start (default 512). Storage
 /// runs on its own fixed threads (`limits.storage_threads`); this bounds
 /// the rest (audit lines, push configs) under a flood.
