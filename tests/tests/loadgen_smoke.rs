@@ -43,12 +43,20 @@ fn loadgen_quick_run_measures_every_phase() {
     assert_eq!(report["pending_approvals"], 3);
     assert_eq!(report["startup"]["runs"].as_array().map(Vec::len), Some(2));
     let phases = report["phases"].as_array().expect("phases");
-    assert_eq!(phases.len(), 6, "four phases and two low-concurrency runs");
+    assert_eq!(phases.len(), 7, "five phases and two low-concurrency runs");
     for phase in phases {
         assert_eq!(phase["errors"], 0, "{phase}");
         assert!(phase["ok"].as_u64().unwrap_or(0) > 0, "{phase}");
     }
     assert_eq!(phases[4]["ok"], 12, "every turn is measured");
-    assert_eq!(phases[5]["ok"], 12, "every A -> B delegation is measured");
+    assert_eq!(phases[5]["ok"], 12, "every A2A model reply is measured");
+    assert!(
+        phases[5]["name"]
+            .as_str()
+            .is_some_and(|n| n.contains("model reply")),
+        "{}",
+        phases[5]
+    );
+    assert_eq!(phases[6]["ok"], 12, "every A -> B delegation is measured");
     assert_eq!(report["shutdown"]["status"], "exit status: 0");
 }

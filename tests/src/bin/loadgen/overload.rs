@@ -3,7 +3,8 @@
 //! `GET /conversations/{id}`, each for a fixed time, with the agent's
 //! thread count and resident memory (`Threads`, `VmRSS` of
 //! `/proc/<pid>/status`) sampled at the start, at their peak during the
-//! load, at its end, and after an idle wait. Every request is counted:
+//! load, at its end, and after an idle wait once the clients have gone
+//! (their connections closed). Every request is counted:
 //! slower than 2 s, answered non-2xx (503 apart), or never answered.
 //!
 //! Refusals are expected here, so a phase does not stop on errors; it is
@@ -133,17 +134,22 @@ pub async fn run(s: &Settings, spec: &AgentSpec, ids: &[Uuid]) -> Result<Vec<Ove
     if s.overload.clients == 0 {
         return Ok(Vec::new());
     }
-    let http = http_client(s.overload.clients)?;
-    let turns = turn_overload(s, spec, &http).await?;
-    let gets = get_overload(s, spec, &http, ids).await?;
+    // A client each: its connections close before the idle wait.
+    let turns = turn_overload(s, spec, http_client(s.overload.clients)?).await?;
+    let gets = get_overload(s, spec, http_client(s.overload.clients)?, ids).await?;
     Ok(vec![turns, gets])
 }
 
 /// Full turns, each client on a conversation of its own (created first,
 /// [`CREATE_AT_ONCE`] at a time, while the sampler already runs).
-async fn turn_overload(s: &Settings, spec: &AgentSpec, http: &reqwest::Client) -> Result<Overload> {
+async fn turn_overload(
+    s: &Settings,
+    spec: &AgentSpec,
+    client: reqwest::Client,
+) -> Result<Overload> {
     let clients = s.overload.clients;
     eprintln!("loadgen: overload, {clients} clients doing turns");
+    let http = &client;
     let agent = AgentProcess::start(spec, http).await?;
     let (start, sampler) = (ProcSample::of(agent.pid), Sampler::start(agent.pid));
     let ids: Vec<Uuid> = futures::stream::iter(0..clients)
@@ -170,16 +176,17 @@ async fn turn_overload(s: &Settings, spec: &AgentSpec, http: &reqwest::Client) -
         }
     };
     let phase = measure(s, "turns", "turn", turn).await?;
-    settle(s, agent, "turns", phase, start, sampler).await
+    settle(s, agent, "turns", phase, (start, sampler), client).await
 }
 
 /// `GET /conversations/{id}` on random seeded conversations.
 async fn get_overload(
     s: &Settings,
     spec: &AgentSpec,
-    http: &reqwest::Client,
+    client: reqwest::Client,
     ids: &[Uuid],
 ) -> Result<Overload> {
+    let http = &client;
     let work = "GET /conversations/{id}";
     eprintln!(
         "loadgen: overload, {} clients doing {work}",
@@ -190,7 +197,7 @@ async fn get_overload(
     let shows = RandomShows::new(http, &agent.url, ids);
     let show = move |client: usize, iteration: usize| shows.get(client, iteration);
     let phase = measure(s, work, "req", show).await?;
-    settle(s, agent, work, phase, start, sampler).await
+    settle(s, agent, work, phase, (start, sampler), client).await
 }
 
 /// The load itself: every client for the whole duration, errors or not.
@@ -209,17 +216,19 @@ where
     Phase::measure(name, unit, None, run).await
 }
 
-/// Samples the end, waits idle, samples again and stops the agent.
+/// Samples the end, closes the clients' connections (drops `client`),
+/// waits idle, samples again and stops the agent.
 async fn settle(
     s: &Settings,
     agent: AgentProcess,
     work: &'static str,
     phase: Phase,
-    start: Option<ProcSample>,
-    sampler: Sampler,
+    (start, sampler): (Option<ProcSample>, Sampler),
+    client: reqwest::Client,
 ) -> Result<Overload> {
     let end = ProcSample::of(agent.pid);
     let peak = sampler.finish().await;
+    drop(client);
     eprintln!("loadgen: idle for {:?}", s.overload.idle);
     tokio::time::sleep(s.overload.idle).await;
     let after_idle = ProcSample::of(agent.pid);
