@@ -34,6 +34,10 @@ pub(super) enum Problems {
     /// The agent failed (`INTERNAL_ERROR`).
     #[response(status = 500, content_type = "application/problem+json")]
     Internal(Problem),
+    /// More turns running and queued than `limits` allow (`UNAVAILABLE`);
+    /// `Retry-After` says when to retry.
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(Problem),
 }
 
 /// A stream: server-sent events, each `data:` a `StreamResponse` (an
