@@ -7,22 +7,12 @@
 //!
 //! Spans made for traces ([`SPAN_TARGET`]) are not shown in text lines
 //! (they would prefix every line); their fields are in JSON lines.
-//!
-//! Lines go to stdout from a thread of their own (`tracing-appender`'s
-//! non-blocking writer, lossless: a full queue of 128k lines makes the
-//! logger wait, it never drops a line), through a buffer flushed each
-//! time the queue runs empty. A request no longer makes a `write` of its
-//! own (about 6 % of a `GET`'s CPU time), and a slow reader of stdout
-//! (a terminal, a log shipper) no longer stalls the runtime's threads.
-//! The [`LogGuard`] writes what is queued when it is dropped.
 
 use std::fmt;
-use std::io::BufWriter;
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
-use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::filter::{EnvFilter, FilterExt, filter_fn};
 use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
@@ -69,58 +59,50 @@ impl LogFormat {
     }
 }
 
-/// Keeps the log writer's thread: dropping it writes every queued line
-/// and stops the thread. Hold it until the process ends.
-#[must_use = "dropping the guard stops the log writer"]
-pub struct LogGuard {
-    _writer: WorkerGuard,
-}
-
-/// The lossless writer to stdout on its own thread, buffered.
-fn stdout_writer() -> (NonBlocking, WorkerGuard) {
-    NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("log-writer")
-        .finish(BufWriter::new(std::io::stdout()))
-}
-
 /// Installs the logging; `extra` (the agent's OpenTelemetry layer) sees
 /// every span and event beside it. An unknown `LOG_FORMAT` is reported
 /// and text is used.
-pub fn init_with<L>(extra: Option<L>) -> LogGuard
+pub fn init_with<L>(extra: Option<L>)
 where
     L: Layer<Registry> + Send + Sync + 'static,
 {
-    let (writer, guard) = stdout_writer();
     let format = LogFormat::from_env().unwrap_or_else(|problem| {
         eprintln!("warning: {problem}; logging as text");
         LogFormat::Text
     });
+    // Never `Registry.with(None::<L>)`: an absent `Option` layer declares
+    // interest in every callsite, so every span and every `trace!` of
+    // every crate (hyper, rmcp, tokio) was built and then filtered at run
+    // time, about 15 % of a `GET`'s CPU.
+    match extra {
+        Some(extra) => install(Registry::default().with(extra), format),
+        None => install(Registry::default(), format),
+    }
+}
+
+/// The log lines' layer on `subscriber`, installed as the global one.
+fn install<S>(subscriber: S, format: LogFormat)
+where
+    S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync + 'static,
+{
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
-    let lines = match format {
+    match format {
         LogFormat::Text => {
             let no_trace_spans =
                 filter_fn(|meta| !(meta.is_span() && meta.target() == SPAN_TARGET));
-            tracing_subscriber::fmt::layer()
+            let text = tracing_subscriber::fmt::layer()
                 .with_ansi(false)
-                .with_writer(writer)
-                .with_filter(filter().and(no_trace_spans))
-                .boxed()
+                .with_filter(filter().and(no_trace_spans));
+            subscriber.with(text).init();
         }
-        LogFormat::Json => tracing_subscriber::fmt::layer()
-            .fmt_fields(JsonFields::new())
-            .event_format(JsonLines)
-            .with_writer(writer)
-            .with_filter(filter())
-            .boxed(),
-    };
-    // A list, not `Option<L>`: an absent `Option` layer declares interest
-    // in every callsite, so every span and every `trace!` of every crate
-    // would reach the filters at run time; a list asks only its members.
-    let mut layers = vec![lines];
-    layers.extend(extra.map(Layer::boxed));
-    Registry::default().with(layers).init();
-    LogGuard { _writer: guard }
+        LogFormat::Json => {
+            let json = tracing_subscriber::fmt::layer()
+                .fmt_fields(JsonFields::new())
+                .event_format(JsonLines)
+                .with_filter(filter());
+            subscriber.with(json).init();
+        }
+    }
 }
 
 /// A JSON object a line, the fields of enclosing spans flattened in.

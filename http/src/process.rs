@@ -9,10 +9,9 @@ use std::net::SocketAddr;
 pub use crate::logging::DEFAULT_LOG_FILTER;
 
 /// Logging for the server binaries (`crate::logging`): `RUST_LOG`
-/// (default [`DEFAULT_LOG_FILTER`]), `LOG_FORMAT=text|json`. Hold the
-/// guard until the process ends.
-pub fn init_logging() -> crate::logging::LogGuard {
-    crate::logging::init_with(None::<tracing_subscriber::layer::Identity>)
+/// (default [`DEFAULT_LOG_FILTER`]), `LOG_FORMAT=text|json`.
+pub fn init_logging() {
+    crate::logging::init_with(None::<tracing_subscriber::layer::Identity>);
 }
 
 /// What a server binary's `main` does with its `run` result: exit 0, or

@@ -306,33 +306,6 @@ async fn tool_step_limit_stops_a_looping_turn() {
     assert!(response_text(&next).contains("There are 0 resources"));
 }
 
-/// Lines are written by a thread of their own (`asg_http::logging`):
-/// whatever was logged before a stop is in the output after it.
-#[tokio::test]
-async fn every_line_logged_before_a_stop_is_written() {
-    let mut agent = start().await;
-    const REQUESTS: usize = 200;
-    let (sid, client) = ("feedc0de", reqwest::Client::new());
-    let sends = (0..REQUESTS).map(|_| {
-        client
-            .get(format!("{}/health", agent.url))
-            .header("x-session-id", sid)
-            .send()
-    });
-    for answer in futures::future::join_all(sends).await {
-        assert_eq!(answer.unwrap().status(), 200);
-    }
-    assert!(agent.stop().is_some_and(|status| status.success()));
-    let lines_of = |log: &str| log.lines().filter(|l| l.contains("sid=feedc0de")).count();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while lines_of(&agent.log()) < REQUESTS && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let log = agent.log();
-    assert_eq!(lines_of(&log), REQUESTS, "{log}");
-    assert!(log.contains("shutting down tool servers"), "{log}");
-}
-
 #[tokio::test]
 async fn every_request_is_logged_with_its_session_id() {
     let agent = start().await;

@@ -1,7 +1,6 @@
 //! The agent's threads (Linux, `/proc/<pid>/task`): a fixed set whatever
-//! the load — tokio's workers, the storage threads, one thread writing
-//! the log lines and jemalloc's one thread returning freed memory to the
-//! system while the agent is idle.
+//! the load — tokio's workers, the storage threads and jemalloc's one
+//! thread returning freed memory to the system while the agent is idle.
 
 use std::collections::BTreeMap;
 
@@ -20,10 +19,9 @@ fn threads_of(pid: u32) -> BTreeMap<String, usize> {
 }
 
 #[tokio::test]
-async fn the_agent_runs_a_fixed_set_of_threads_with_a_log_writer_and_jemallocs_own() {
+async fn the_agent_runs_a_fixed_set_of_threads_with_jemallocs_own() {
     let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
     let before = threads_of(agent.pid());
-    assert_eq!(before.get("log-writer"), Some(&1), "{before:?}");
     assert_eq!(
         before.get("jemalloc_bg_thd"),
         Some(&1),

@@ -87,11 +87,11 @@ fn main() -> ExitCode {
     exit_code(runtime.block_on(async {
         match args.command {
             Some(Command::Migrate) => {
-                let _logs = init_logging();
+                init_logging();
                 migrate(&args.config).await
             }
             Some(Command::Check) => {
-                let _logs = init_logging();
+                init_logging();
                 check(&args.config)
             }
             None => run(args).await,

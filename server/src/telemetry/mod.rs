@@ -46,8 +46,6 @@ pub fn record_arguments() -> bool {
 /// (the last batch is sent).
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
-    /// The log writer; dropped last, so the last lines are written.
-    _logs: asg_http::logging::LogGuard,
 }
 
 impl Telemetry {
@@ -126,11 +124,8 @@ fn exporter(protocol: Protocol) -> Result<SpanExporter, String> {
 pub fn init(service: &str, record_arguments: bool) -> Result<Telemetry, String> {
     RECORD_ARGUMENTS.store(record_arguments, Ordering::Relaxed);
     let Some(protocol) = wanted(&env)? else {
-        let logs = asg_http::logging::init_with(None::<tracing_subscriber::layer::Identity>);
-        return Ok(Telemetry {
-            provider: None,
-            _logs: logs,
-        });
+        asg_http::logging::init_with(None::<tracing_subscriber::layer::Identity>);
+        return Ok(Telemetry { provider: None });
     };
     let processor = BatchSpanProcessor::builder(exporter(protocol)?, Tokio).build();
     let resource = match env("OTEL_SERVICE_NAME") {
@@ -149,11 +144,10 @@ pub fn init(service: &str, record_arguments: bool) -> Result<Telemetry, String> 
     let layer = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("agent-stop-and-go"))
         .with_filter(Targets::new().with_target(SPAN_TARGET, tracing::Level::INFO));
-    let logs = asg_http::logging::init_with(Some(layer));
+    asg_http::logging::init_with(Some(layer));
     tracing::info!(?protocol, "traces: exporting over OTLP");
     Ok(Telemetry {
         provider: Some(provider),
-        _logs: logs,
     })
 }
 

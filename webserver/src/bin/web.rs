@@ -31,7 +31,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let _logs = init_logging();
+    init_logging();
     exit_code(run(Args::parse()).await)
 }
 
