@@ -70,22 +70,8 @@ where
         eprintln!("warning: {problem}; logging as text");
         LogFormat::Text
     });
-    // Never `Registry.with(None::<L>)`: an absent `Option` layer declares
-    // interest in every callsite, so every span and every `trace!` of
-    // every crate (hyper, rmcp, tokio) was built and then filtered at run
-    // time, about 15 % of a `GET`'s CPU.
-    match extra {
-        Some(extra) => install(Registry::default().with(extra), format),
-        None => install(Registry::default(), format),
-    }
-}
-
-/// The log lines' layer on `subscriber`, installed as the global one.
-fn install<S>(subscriber: S, format: LogFormat)
-where
-    S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync + 'static,
-{
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
+    let subscriber = Registry::default().with(extra);
     match format {
         LogFormat::Text => {
             let no_trace_spans =
