@@ -12,12 +12,15 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
-use tracing::{Event, Subscriber};
+use tracing::level_filters::LevelFilter;
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::filter::{EnvFilter, FilterExt, filter_fn};
 use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, MakeWriter};
+use tracing_subscriber::layer::{Context, Filter, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
@@ -70,24 +73,109 @@ where
         eprintln!("warning: {problem}; logging as text");
         LogFormat::Text
     });
-    let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
-    let subscriber = Registry::default().with(extra);
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
+    install(extra, format, filter, std::io::stdout);
+}
+
+/// Installs the logging as the global default: lines in `format`,
+/// filtered by `filter`, written to `writer`. [`init_with`] is this with
+/// the environment's settings and standard output.
+///
+/// Without `extra`, no layer stands in for it: an absent
+/// (`Option::None`) layer would declare interest in every callsite, so
+/// every disabled `trace!` of hyper or rmcp would reach the filters at
+/// run time.
+pub fn install<L, W>(extra: Option<L>, format: LogFormat, filter: EnvFilter, writer: W)
+where
+    L: Layer<Registry> + Send + Sync + 'static,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    match extra {
+        Some(extra) => lines_on(Registry::default().with(extra), format, filter, writer),
+        None => lines_on(Registry::default(), format, filter, writer),
+    }
+}
+
+/// The line-writing layer on `subscriber`, installed globally.
+fn lines_on<S, W>(subscriber: S, format: LogFormat, filter: EnvFilter, writer: W)
+where
+    S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync + 'static,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let lines = tracing_subscriber::fmt::layer()
+        .with_ansi(false)
+        .with_writer(writer);
     match format {
         LogFormat::Text => {
             let no_trace_spans =
-                filter_fn(|meta| !(meta.is_span() && meta.target() == SPAN_TARGET));
-            let text = tracing_subscriber::fmt::layer()
-                .with_ansi(false)
-                .with_filter(filter().and(no_trace_spans));
+                filter_fn(|meta| !(meta.is_span() && meta.target() == SPAN_TARGET))
+                    .with_max_level_hint(LevelFilter::TRACE);
+            let text = lines.with_filter(AskEveryTime(filter.and(no_trace_spans)));
             subscriber.with(text).init();
         }
         LogFormat::Json => {
-            let json = tracing_subscriber::fmt::layer()
+            let json = lines
                 .fmt_fields(JsonFields::new())
                 .event_format(JsonLines)
-                .with_filter(filter());
+                .with_filter(AskEveryTime(filter));
             subscriber.with(json).init();
         }
+    }
+}
+
+/// A per-layer filter whose callsites are never cached as "always
+/// enabled": an enabled callsite is asked about at every event, a
+/// disabled one is still skipped for good.
+///
+/// tracing-subscriber keeps each per-layer filter's last answer in a
+/// thread-local, and an event whose callsite is "always" enabled is
+/// dispatched without asking the filters, so it is judged by that
+/// last answer. A question answered "no" that no event follows — a
+/// `log::log_enabled!` such as sqlx's at every query, through the
+/// `log` bridge — left it "no", and the thread's next such event was
+/// dropped: a replica's "taking it over" warning after its sweep's
+/// query was never written. Asking at every enabled event sets the
+/// answer afresh.
+struct AskEveryTime<F>(F);
+
+impl<S, F: Filter<S>> Filter<S> for AskEveryTime<F> {
+    fn enabled(&self, meta: &Metadata<'_>, cx: &Context<'_, S>) -> bool {
+        self.0.enabled(meta, cx)
+    }
+
+    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
+        match self.0.callsite_enabled(meta) {
+            interest if interest.is_always() => Interest::sometimes(),
+            interest => interest,
+        }
+    }
+
+    fn event_enabled(&self, event: &Event<'_>, cx: &Context<'_, S>) -> bool {
+        self.0.event_enabled(event, cx)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        self.0.max_level_hint()
+    }
+
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, cx: Context<'_, S>) {
+        self.0.on_new_span(attrs, id, cx)
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, cx: Context<'_, S>) {
+        self.0.on_record(id, values, cx)
+    }
+
+    fn on_enter(&self, id: &Id, cx: Context<'_, S>) {
+        self.0.on_enter(id, cx)
+    }
+
+    fn on_exit(&self, id: &Id, cx: Context<'_, S>) {
+        self.0.on_exit(id, cx)
+    }
+
+    fn on_close(&self, id: Id, cx: Context<'_, S>) {
+        self.0.on_close(id, cx)
     }
 }
 
