@@ -20,7 +20,8 @@
 # ..." and the rest of the benchmark still counts.
 #
 # Anchors, in the same run on the same machine: an axum hello-world
-# (tests/src/bin/hello.rs) under the GET /conversations/{id} load, and the
+# (tests/src/bin/hello.rs) under the GET /conversations/{id} load (the
+# two in alternating rounds, each reported as its median round), and the
 # official a2a-sdk 0.3 echo server (tests/interop/echo_server.py, in the
 # venv target/a2a-sdk-v03 that scripts/test.sh makes for the interop
 # tests; made here too, with scripts/a2a-sdk-venv.sh, when missing) under

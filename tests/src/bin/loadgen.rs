@@ -15,7 +15,10 @@
 //!
 //! Beside 3 and 5, in the same run, their anchors (`loadgen/anchors.rs`):
 //! the axum hello-world (`hello`) under the same GET load and the official
-//! a2a-sdk echo server under the same A2A load; then the overload phases
+//! a2a-sdk echo server under the same A2A load. Phase 3 and the
+//! hello-world run in alternating rounds (`--get-rounds`, 3), each
+//! reported as its median round: both are short, and a change in the
+//! machine's load falls on both, not on one. Then the overload phases
 //! (`loadgen/overload.rs`: 1,000 clients doing turns, then GETs, with the
 //! agent's threads and RSS sampled), and the web chat bundle's size. The
 //! last table puts ours beside each anchor (`loadgen/headline.rs`).
@@ -148,6 +151,11 @@ struct Args {
     /// own latency from queueing at full concurrency (0: skip).
     #[arg(long, default_value_t = 4)]
     low_clients: usize,
+    /// Rounds of `GET /conversations/{id}` and its hello-world anchor,
+    /// one after the other, each reported as its median round (a change
+    /// in the machine's load falls on both) [default: 3, quick: 1].
+    #[arg(long)]
+    get_rounds: Option<usize>,
     /// Agent starts timed in the startup phase [default: 3].
     #[arg(long, default_value_t = 3)]
     startup_runs: usize,
@@ -187,6 +195,7 @@ struct Settings {
     clients: usize,
     get_budget: Budget,
     get_warmup: Budget,
+    get_rounds: usize,
     low_clients: usize,
     low_budget: Budget,
     turn_budget: Budget,
@@ -197,6 +206,15 @@ struct Settings {
 }
 
 impl Settings {
+    /// These settings for a repeated GET round: its full-concurrency
+    /// phase alone.
+    fn one_get_phase(&self) -> Settings {
+        Settings {
+            low_clients: 0,
+            ..self.clone()
+        }
+    }
+
     fn from_args(args: &Args) -> Result<Settings> {
         let q = args.quick;
         let pick = |value: Option<usize>, full: usize, quick: usize| {
@@ -229,6 +247,7 @@ impl Settings {
                 requests: (requests / 10).max(clients),
                 duration: Duration::from_secs(1),
             },
+            get_rounds: pick(args.get_rounds, 3, 1),
             low_clients: args.low_clients,
             low_budget: Budget {
                 requests: (requests / 5).max(1),
@@ -246,6 +265,7 @@ impl Settings {
             database_url: pg::server_url(args.database_url.as_deref()),
         };
         ensure!(settings.clients > 0, "--clients must be at least 1");
+        ensure!(settings.get_rounds > 0, "--get-rounds must be at least 1");
         ensure!(
             settings.conversations > 0,
             "--conversations must be at least 1"
@@ -504,8 +524,7 @@ async fn load_phases(
 ) -> Result<(Vec<Phase>, Headline)> {
     let base = agent.url.as_str();
     let mut phases = health_phases(s, http, base).await?;
-    let show = show_phases(s, http, base, &seeded.ids).await?;
-    let hello = anchors::hello(s, http, &tmp.join("hello.log")).await;
+    let (show, hello) = show_and_hello(s, http, base, &seeded.ids, tmp).await?;
     let turn = turn_phase(s, http, &[agent]).await?;
     let delegator = AgentSpec {
         data_dir: tmp.join("data-a"),
@@ -611,6 +630,34 @@ async fn show_phases(
         show,
     )
     .await
+}
+
+/// Phase 3 and its anchor, the axum hello-world, in `s.get_rounds`
+/// alternating rounds; each reported as its median round by rate.
+async fn show_and_hello(
+    s: &Settings,
+    http: &reqwest::Client,
+    base: &str,
+    ids: &[Uuid],
+    tmp: &Path,
+) -> Result<(Vec<Phase>, anchors::Anchor)> {
+    let mut show = show_phases(s, http, base, ids).await?;
+    let mut shows = vec![show[0].clone()];
+    let mut hellos = Vec::new();
+    for round in 1..=s.get_rounds {
+        if round > 1 {
+            eprintln!("loadgen: GET /conversations/{{id}}, round {round}");
+            let phases = show_phases(&s.one_get_phase(), http, base, ids).await?;
+            shows.extend(phases);
+        }
+        let log = tmp.join(format!("hello-{round}.log"));
+        hellos.push(anchors::hello(s, http, &log).await);
+    }
+    show[0] = phase::median_by_rate(shows);
+    if s.get_rounds > 1 {
+        show[0].name = format!("{} (median of {} rounds)", show[0].name, s.get_rounds);
+    }
+    Ok((show, anchors::Anchor::median(hellos)))
 }
 
 /// A GET phase: a warm-up, the measured run at full concurrency (p99

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::phase::{Phase, phase_json};
+use crate::phase::{Phase, median_by_rate, phase_json};
 use crate::requests::{a2a_echo, get_ok};
 use crate::server::ServerProcess;
 use crate::{Settings, load, turn_warmup};
@@ -44,6 +44,30 @@ impl Anchor {
                 "phase": phase_json(phase),
             }),
             Anchor::Skipped(why) => json!({ "skipped": why }),
+        }
+    }
+
+    /// The median of an anchor measured in several rounds, its label
+    /// saying so; skipped if any round was (that round's reason).
+    pub fn median(rounds: Vec<Anchor>) -> Anchor {
+        let count = rounds.len();
+        let mut label = String::new();
+        let mut phases = Vec::new();
+        for round in rounds {
+            match round {
+                Anchor::Measured { label: l, phase } => {
+                    label = l;
+                    phases.push(*phase);
+                }
+                skipped @ Anchor::Skipped(_) => return skipped,
+            }
+        }
+        if count > 1 {
+            label = format!("{label} (median of {count} rounds)");
+        }
+        Anchor::Measured {
+            label,
+            phase: Box::new(median_by_rate(phases)),
         }
     }
 }
@@ -134,4 +158,34 @@ fn sdk_version(python: &Path) -> String {
         .filter(|out| out.status.success())
         .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
         .unwrap_or_else(|| "?".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::tests::per_second;
+
+    fn measured(ok: usize) -> Anchor {
+        Anchor::Measured {
+            label: "axum hello-world".into(),
+            phase: Box::new(per_second(&format!("{ok}/s"), ok)),
+        }
+    }
+
+    #[test]
+    fn an_anchor_in_rounds_is_its_median_round_and_says_so() {
+        let Anchor::Measured { label, phase } =
+            Anchor::median(vec![measured(70), measured(130), measured(100)])
+        else {
+            panic!("measured rounds give a measured anchor");
+        };
+        assert_eq!(label, "axum hello-world (median of 3 rounds)");
+        assert_eq!(phase.name, "100/s");
+        let Anchor::Measured { label, .. } = Anchor::median(vec![measured(70)]) else {
+            panic!("one round is that round");
+        };
+        assert_eq!(label, "axum hello-world");
+        let skipped = Anchor::median(vec![measured(70), Anchor::Skipped("skipped: no".into())]);
+        assert!(matches!(skipped, Anchor::Skipped(why) if why == "skipped: no"));
+    }
 }

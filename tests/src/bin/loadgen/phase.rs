@@ -10,6 +10,13 @@ use serde_json::{Value, json};
 
 use crate::load::PhaseResult;
 
+/// The median of `rounds` (the same phase measured several times) by
+/// rate: the lower middle one of an even number. Panics on none.
+pub fn median_by_rate(mut rounds: Vec<Phase>) -> Phase {
+    rounds.sort_by(|a, b| a.result.rate().total_cmp(&b.result.rate()));
+    rounds.swap_remove((rounds.len() - 1) / 2)
+}
+
 /// A measured load phase.
 #[derive(Debug, Clone)]
 pub struct Phase {
@@ -128,4 +135,48 @@ pub fn phase_json(p: &Phase) -> Value {
         "load_average_before": p.load.0,
         "load_average_after": p.load.1,
     })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::load::Budget;
+
+    /// A phase named `name` of `ok` answers over one second (`ok`/s).
+    pub(crate) fn per_second(name: &str, ok: usize) -> Phase {
+        Phase {
+            name: name.into(),
+            unit: "req",
+            p99_target: None,
+            result: PhaseResult {
+                clients: 100,
+                budget: Budget {
+                    requests: 1_000_000,
+                    duration: Duration::from_secs(10),
+                },
+                latencies: vec![Duration::from_millis(1); ok],
+                errors: 0,
+                failed_latencies: Vec::new(),
+                statuses: BTreeMap::new(),
+                first_error: None,
+                elapsed: Duration::from_secs(1),
+            },
+            load: (Some(1.0), Some(1.0)),
+        }
+    }
+
+    #[test]
+    fn the_median_round_is_the_middle_one_by_rate() {
+        let rounds = vec![
+            per_second("fast", 90),
+            per_second("slow", 10),
+            per_second("middle", 50),
+        ];
+        assert_eq!(median_by_rate(rounds).name, "middle");
+        let two = vec![per_second("fast", 90), per_second("slow", 10)];
+        assert_eq!(median_by_rate(two).name, "slow");
+        assert_eq!(median_by_rate(vec![per_second("one", 5)]).name, "one");
+    }
 }
