@@ -25,6 +25,7 @@ fn loadgen_quick_run_measures_every_phase() {
             "2",
         ])
         .args(["--requests", "200", "--turns", "12", "--startup-runs", "2"])
+        .args(["--get-rounds", "2"])
         .args(["--max-seconds", "60", "--json"])
         .arg(&json_path)
         .output()
@@ -48,6 +49,22 @@ fn loadgen_quick_run_measures_every_phase() {
         assert_eq!(phase["errors"], 0, "{phase}");
         assert!(phase["ok"].as_u64().unwrap_or(0) > 0, "{phase}");
     }
+    // GET /conversations/{id} and the hello-world alternate, each
+    // reported as its median round.
+    assert!(
+        phases[2]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("3. GET /conversations/{id}")
+                && n.ends_with("(median of 2 rounds)")),
+        "{}",
+        phases[2]
+    );
+    let hello = &report["headline"]["hello_anchor"];
+    assert_eq!(
+        hello["label"], "axum hello-world (median of 2 rounds)",
+        "{hello}"
+    );
+    assert!(hello["phase"]["ok"].as_u64().unwrap_or(0) > 0, "{hello}");
     assert_eq!(phases[4]["ok"], 12, "every turn is measured");
     assert_eq!(phases[5]["ok"], 12, "every A2A model reply is measured");
     assert!(
