@@ -10,7 +10,9 @@
 //! 4. full turns: each client sends "list resources" to its own
 //!    conversation (model step, MCP `resources_list` call, durable writes);
 //! 5. A2A `message/send` straight to the agent, answered by its model
-//!    (a new task, one model call, no tool);
+//!    (a new task, one model call, no tool), for 10 s (`--a2a-seconds`):
+//!    2,000 requests took a third of a second, before the tasks' files
+//!    were written, and measured a burst, not what the agent sustains;
 //! 6. A2A `message/send` through A -> B (A delegates every task to B).
 //!
 //! Beside 3 and 5, in the same run, their anchors (`loadgen/anchors.rs`):
@@ -151,6 +153,12 @@ struct Args {
     /// own latency from queueing at full concurrency (0: skip).
     #[arg(long, default_value_t = 4)]
     low_clients: usize,
+    /// Length of the A2A model-reply phase and of its anchor, seconds
+    /// [default: 10; quick: the turns' budget]. Each request there is a
+    /// new task, so a long phase does not grow one conversation, and it
+    /// includes the writing of the tasks' files that follows a burst.
+    #[arg(long)]
+    a2a_seconds: Option<u64>,
     /// Rounds of `GET /conversations/{id}` and its hello-world anchor,
     /// one after the other, each reported as its median round (a change
     /// in the machine's load falls on both) [default: 3, quick: 1].
@@ -181,6 +189,9 @@ struct Args {
     database_url: Option<String>,
 }
 
+/// Most requests of a time-bounded A2A phase (far more than 10 s take).
+const A2A_REQUESTS_CAP: usize = 500_000;
+
 /// The numbers a run uses, after `--quick` defaults.
 #[derive(Debug, Clone)]
 struct Settings {
@@ -199,6 +210,7 @@ struct Settings {
     low_clients: usize,
     low_budget: Budget,
     turn_budget: Budget,
+    a2a_budget: Budget,
     startup_runs: usize,
     rust_log: String,
     store: StoreChoice,
@@ -224,6 +236,17 @@ impl Settings {
         let requests = pick(args.requests, 50_000, 1_000);
         let seconds = |value: Option<u64>, full: u64, quick: u64| {
             Duration::from_secs(value.unwrap_or(if q { quick } else { full }))
+        };
+        let turn_budget = Budget {
+            requests: pick(args.turns, 2_000, 40),
+            duration: Duration::from_secs(args.turn_seconds.unwrap_or(if q { 10 } else { 60 })),
+        };
+        let a2a_budget = match (args.a2a_seconds, q) {
+            (None, true) => turn_budget,
+            (seconds, _) => Budget {
+                requests: A2A_REQUESTS_CAP,
+                duration: Duration::from_secs(seconds.unwrap_or(10)),
+            },
         };
         let settings = Settings {
             agent: locate(&args.agent)?,
@@ -255,10 +278,8 @@ impl Settings {
                     (args.seconds.unwrap_or(if q { 2 } else { 10 }) / 2).max(1),
                 ),
             },
-            turn_budget: Budget {
-                requests: pick(args.turns, 2_000, 40),
-                duration: Duration::from_secs(args.turn_seconds.unwrap_or(if q { 10 } else { 60 })),
-            },
+            turn_budget,
+            a2a_budget,
             startup_runs: args.startup_runs,
             rust_log: std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
             store: args.store,
@@ -266,6 +287,10 @@ impl Settings {
         };
         ensure!(settings.clients > 0, "--clients must be at least 1");
         ensure!(settings.get_rounds > 0, "--get-rounds must be at least 1");
+        ensure!(
+            !settings.a2a_budget.duration.is_zero(),
+            "--a2a-seconds must be at least 1"
+        );
         ensure!(
             settings.conversations > 0,
             "--conversations must be at least 1"
@@ -755,7 +780,7 @@ async fn a2a_reply_phase(s: &Settings, http: &reqwest::Client, base: &str) -> Re
         }
     };
     load::run(s.clients, turn_warmup(s), reply.clone()).await?;
-    let measured = load::run(s.clients, s.turn_budget, reply);
+    let measured = load::run(s.clients, s.a2a_budget, reply);
     Phase::measure(
         "5. A2A message/send, model reply".into(),
         "req",

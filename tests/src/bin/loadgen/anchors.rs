@@ -130,7 +130,7 @@ pub async fn a2a_sdk(s: &Settings, http: &reqwest::Client, log: &Path) -> Anchor
             }
         };
         load::run(s.clients, turn_warmup(s), echo.clone()).await?;
-        let run = load::run(s.clients, s.turn_budget, echo);
+        let run = load::run(s.clients, s.a2a_budget, echo);
         let name = "5a. a2a-sdk echo server message/send (anchor)".to_string();
         Phase::measure(name, "req", None, run).await
     };
