@@ -11,8 +11,8 @@
 //!    conversation (model step, MCP `resources_list` call, durable writes);
 //! 5. A2A `message/send` straight to the agent, answered by its model
 //!    (a new task, one model call, no tool), for 10 s (`--a2a-seconds`):
-//!    2,000 requests took a third of a second, before the tasks' files
-//!    were written, and measured a burst, not what the agent sustains;
+//!    2,000 requests took a third of a second, mostly before the tasks'
+//!    files were written, and varied from run to run by 1.7×;
 //! 6. A2A `message/send` through A -> B (A delegates every task to B).
 //!
 //! Beside 3 and 5, in the same run, their anchors (`loadgen/anchors.rs`):
