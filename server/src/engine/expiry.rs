@@ -297,7 +297,7 @@ impl Engine {
     pub(crate) async fn expire(&self, uuid: Uuid) -> Result<TurnOutcome, EngineError> {
         let slot = self.inner.slot_of_approval(uuid).await?;
         let inner = self.inner.clone();
-        self.spawn_turn(async move {
+        self.spawn_turn(move || async move {
             inner
                 .claimed(&slot, || expire_turn(&inner, &slot, uuid))
                 .await

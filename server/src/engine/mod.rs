@@ -363,11 +363,14 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Runs a turn in a task the engine owns, once admission gives it a
-    /// place (`admission.rs`): the caller awaits its outcome, but
-    /// dropping that wait never stops the turn.
-    async fn spawn_turn<F, T>(&self, turn: F) -> Result<T, EngineError>
+    /// Runs the turn `start` makes in a task the engine owns, once
+    /// admission gives it a place (`admission.rs`): the caller awaits its
+    /// outcome, but dropping that wait never stops the turn. The turn's
+    /// future (tens of KiB) is made in that task, so a caller waiting for
+    /// a place holds only `start`'s few captures.
+    async fn spawn_turn<S, F, T>(&self, start: S) -> Result<T, EngineError>
     where
+        S: FnOnce() -> F + Send + 'static,
         F: Future<Output = Result<T, EngineError>> + Send + 'static,
         T: Send + 'static,
     {
@@ -380,7 +383,7 @@ impl Engine {
             async move {
                 let _place = place;
                 tokio::select! {
-                    outcome = turn => outcome,
+                    outcome = start() => outcome,
                     () = abort.cancelled() => Err(EngineError::ShuttingDown),
                 }
             }
@@ -490,7 +493,7 @@ impl Engine {
             check_message(text)?;
         }
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
-        self.spawn_turn(async move { create_turn(inner, ctx, message).await })
+        self.spawn_turn(move || create_turn(inner, ctx, message))
             .await
     }
 
@@ -504,7 +507,7 @@ impl Engine {
         check_message(&text)?;
         let slot = self.inner.slot(id).await?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
-        self.spawn_turn(async move { send_turn(inner, slot, ctx, text).await })
+        self.spawn_turn(move || send_turn(inner, slot, ctx, text))
             .await
     }
 
@@ -540,7 +543,7 @@ impl Engine {
             reason,
             choice,
         };
-        self.spawn_turn(async move { decision_turn(inner, slot, ctx, request).await })
+        self.spawn_turn(move || decision_turn(inner, slot, ctx, request))
             .await
     }
 
@@ -557,7 +560,7 @@ impl Engine {
         let (inner, ctx, tool) = (self.inner.clone(), ctx.clone(), tool.to_string());
         // A turn of its own: a caller that goes away never leaves it
         // halfway (nor a claim behind).
-        self.spawn_turn(async move {
+        self.spawn_turn(move || async move {
             inner
                 .claimed(&slot, || revoke_claimed(&inner, &slot, &ctx, &tool))
                 .await
@@ -577,7 +580,7 @@ impl Engine {
     ) -> Result<TurnOutcome, EngineError> {
         let slot = self.inner.slot(id).await?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
-        self.spawn_turn(async move {
+        self.spawn_turn(move || async move {
             inner
                 .claimed(&slot, || cancel_turn(&inner, &slot, &ctx, reason))
                 .await

@@ -77,7 +77,7 @@ impl super::Engine {
             .await
             .map_err(|error| not_found_as_question(error, uuid))?;
         let (inner, ctx) = (self.inner.clone(), ctx.clone());
-        self.spawn_turn(async move {
+        self.spawn_turn(move || async move {
             let claimed = || answer_claimed(&inner, &slot, &ctx, uuid, reply);
             inner.claimed(&slot, claimed).await
         })

@@ -123,7 +123,7 @@ impl Engine {
         // A turn like any other: shutdown waits for it (or stops it), and
         // none starts while the agent is closing.
         let inner = self.inner.clone();
-        self.spawn_turn(settle_remote(inner, slot, pending, verdict))
+        self.spawn_turn(move || settle_remote(inner, slot, pending, verdict))
             .await
             .map_err(|e| e.to_string())
     }

@@ -180,3 +180,34 @@ async fn refused_on_every_a2a_binding(app: &axum::Router) {
         );
     }
 }
+
+/// A turn waiting for its place holds only what starts it: the turn's
+/// own future (tens of KiB: every step it may take) is made once it has
+/// a place, in the task that runs it. Before, each of 1,000 clients
+/// waiting for a place held one.
+#[tokio::test]
+async fn a_turn_waiting_for_a_place_is_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(JsonFileStore::open(dir.path()).unwrap());
+    let engine = Engine::start(scripted_parts(store, RULES)).await.unwrap();
+    let ctx = crate::context::RequestContext::default();
+    let id = uuid::Uuid::new_v4();
+    let sizes = [
+        (
+            "send",
+            std::mem::size_of_val(&engine.send(id, &ctx, "hi".into())),
+        ),
+        ("create", std::mem::size_of_val(&engine.create(&ctx, None))),
+        (
+            "decide",
+            std::mem::size_of_val(&engine.resolve_approval(id, &ctx, true, None)),
+        ),
+        (
+            "cancel",
+            std::mem::size_of_val(&engine.cancel(id, &ctx, None)),
+        ),
+    ];
+    for (what, size) in sizes {
+        assert!(size <= 4096, "a waiting {what} holds {size} bytes");
+    }
+}
