@@ -139,7 +139,7 @@ pub(crate) async fn save(
     conversation: Arc<Conversation>,
 ) -> Result<(), EngineError> {
     let started = std::time::Instant::now();
-    let saved = stored(store, move |s| s.save(&conversation)).await;
+    let saved = stored(store, move |s| s.save_shared(&conversation)).await;
     crate::metrics::metrics().store_save(saved.is_ok(), started.elapsed());
     saved
 }

@@ -62,6 +62,9 @@ const REBUILD_PROGRESS: usize = 100_000;
 const READ_ATTEMPTS: usize = 3;
 /// Rows written per transaction while the catalog is rebuilt.
 const REBUILD_BATCH: usize = 2_000;
+/// Bytes a save's journal record starts with room for (it grows as its
+/// JSON is written).
+const RECORD_CAPACITY: usize = 4 << 10;
 
 /// A group commit: the journal synced, the rows of its saves written.
 type JournalSync = Box<dyn Fn() -> std::io::Result<()> + Send + Sync>;
@@ -381,29 +384,33 @@ impl Store for JsonFileStore {
     }
 
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError> {
+        self.save_shared(&Arc::new(conversation.clone()))
+    }
+
+    fn save_shared(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
         let id = conversation.id;
-        let bytes = Arc::new(
-            serde_json::to_vec_pretty(conversation)
-                .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?,
-        );
-        let latest = Arc::new(conversation.clone());
+        let mut record = journal::record_buffer(RECORD_CAPACITY);
+        serde_json::to_writer_pretty(&mut record, conversation.as_ref())
+            .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
+        let size = record.len();
         let row = Entry::of(conversation);
         // Backpressure: memory stays bounded when checkpoints fall behind.
         self.unwritten
             .wait_for_room(MAX_UNWRITTEN_BYTES, || self.checkpointer.nudge());
         // The row after the record (a crash in between leaves a record
         // the next start writes to the catalog), committed by the group.
-        let appended = self.journal.append(&bytes, |seq| {
+        let appended = self.journal.append(&mut record, |seq| {
             self.commit.queue(row);
             self.unwritten.put(
                 id,
                 Latest {
                     seq,
-                    conversation: latest,
-                    bytes: bytes.clone(),
+                    conversation: conversation.clone(),
+                    size,
                 },
             )
         });
+        drop(record);
         let length = appended.map_err(|e| {
             StoreError(format!("cannot save conversation {id} in the journal: {e}"))
         })?;
@@ -696,6 +703,37 @@ mod tests {
         expected.sort();
         assert_eq!(names_in(&conv_dir), expected);
         assert!(!dir.path().join(QUARANTINE_DIR).exists());
+    }
+
+    #[test]
+    fn a_shared_version_is_kept_not_copied_and_its_file_is_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = JsonFileStore::open_without_background_checkpoints(dir.path()).unwrap();
+        let saved = Arc::new(conversation());
+        store.save_shared(&saved).unwrap();
+        let kept = store
+            .unwritten
+            .get(saved.id)
+            .expect("kept until its file is written");
+        assert!(
+            Arc::ptr_eq(&kept, &saved),
+            "the store keeps the saver's version, not a copy of it"
+        );
+        drop(kept);
+        let records: Vec<Vec<u8>> = store
+            .journal
+            .read()
+            .unwrap()
+            .into_iter()
+            .flat_map(|(_, contents)| contents.records)
+            .map(|r| r.payload)
+            .collect();
+        assert_eq!(records, vec![serde_json::to_vec_pretty(&*saved).unwrap()]);
+        store.checkpoint().unwrap();
+        assert!(store.unwritten.get(saved.id).is_none());
+        let file = fs::read(store.path_of(saved.id)).unwrap();
+        assert_eq!(file, records[0], "the checkpoint writes the record's bytes");
+        assert_eq!(store.load(saved.id).unwrap().as_ref(), Some(&*saved));
     }
 
     #[cfg(unix)]

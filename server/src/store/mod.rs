@@ -216,6 +216,12 @@ pub trait Store: Send + Sync + 'static {
     fn load_all(&self) -> Result<Vec<Conversation>, StoreError>;
     /// Durably replaces the stored version of `conversation`.
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError>;
+    /// [`Store::save`] of a version the caller shares (the engine's):
+    /// a store that keeps saved versions in memory keeps this one, not a
+    /// copy of it.
+    fn save_shared(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
+        self.save(conversation)
+    }
     /// How many unreadable files the store set aside since it was opened
     /// (reported by `GET /health`). Stores that never set files aside
     /// answer 0.

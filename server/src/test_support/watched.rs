@@ -2,7 +2,7 @@
 //! hold saves (tests of the read cache and of admission under load).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use asg_shared::Conversation;
 use uuid::Uuid;
@@ -57,6 +57,9 @@ impl Store for WatchedStore {
         self.files.load_all()
     }
     fn save(&self, conversation: &Conversation) -> Result<(), StoreError> {
+        self.save_shared(&Arc::new(conversation.clone()))
+    }
+    fn save_shared(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         self.waiting.fetch_add(1, Ordering::SeqCst);
         while *held {
@@ -67,7 +70,7 @@ impl Store for WatchedStore {
         }
         self.waiting.fetch_sub(1, Ordering::SeqCst);
         drop(held);
-        self.files.save(conversation)
+        self.files.save_shared(conversation)
     }
     fn load(&self, id: Uuid) -> Result<Option<Conversation>, StoreError> {
         self.loads.fetch_add(1, Ordering::SeqCst);

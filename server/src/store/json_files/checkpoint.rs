@@ -45,12 +45,15 @@ pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 pub(super) const CHECKPOINT_BYTES: u64 = 8 << 20;
 
 /// A saved version not in its file yet: its journal record's sequence
-/// number, the conversation, and its JSON (the file's bytes).
+/// number, the conversation (shared with whoever saved it: not a copy),
+/// and the length of its JSON. The file's bytes are made again from the
+/// conversation when a checkpoint writes it, so memory holds no second
+/// copy of a version in JSON.
 #[derive(Clone)]
 pub(super) struct Latest {
     pub seq: u64,
     pub conversation: Arc<Conversation>,
-    pub bytes: Arc<Vec<u8>>,
+    pub size: usize,
 }
 
 /// The newest saved version of each conversation whose file is older,
@@ -71,8 +74,8 @@ struct Versions {
 }
 
 /// Bytes of JSON of saved versions not in their files yet past which a
-/// save waits for a checkpoint (the versions are also kept parsed, about
-/// as much again).
+/// save waits for a checkpoint (the versions are kept parsed, and they
+/// are the ones the engine holds while they are in use).
 pub(super) const MAX_UNWRITTEN_BYTES: usize = 16 << 20;
 
 impl Unwritten {
@@ -83,9 +86,9 @@ impl Unwritten {
     /// Keeps `latest` as the newest version of `id`.
     pub(super) fn put(&self, id: Uuid, latest: Latest) {
         let mut versions = self.lock();
-        versions.bytes += latest.bytes.len();
+        versions.bytes += latest.size;
         if let Some(older) = versions.latest.insert(id, latest) {
-            versions.bytes -= older.bytes.len();
+            versions.bytes -= older.size;
         }
     }
 
@@ -142,7 +145,7 @@ impl Unwritten {
                 .is_some_and(|now| now.seq == latest.seq)
             {
                 versions.latest.remove(id);
-                versions.bytes -= latest.bytes.len();
+                versions.bytes -= latest.size;
             }
         }
         drop(versions);
@@ -184,7 +187,9 @@ impl Checkpoints {
         after_snapshot();
         let written = write_files(
             &self.dir,
-            snapshot.iter().map(|(id, l)| (*id, l.bytes.as_slice())),
+            snapshot
+                .iter()
+                .map(|(id, l)| file_bytes(&l.conversation).map(|bytes| (*id, bytes))),
         )
         .map_err(|e| StoreError(format!("checkpoint: {e}")))?;
         self.written.fetch_add(written as u64, Ordering::Relaxed);
@@ -206,18 +211,26 @@ impl Checkpoints {
     }
 }
 
+/// A conversation's file: its JSON, pretty-printed (the reference's
+/// format; a journal record holds the same bytes).
+pub(super) fn file_bytes(conversation: &Conversation) -> std::io::Result<Vec<u8>> {
+    serde_json::to_vec_pretty(conversation)
+        .map_err(|e| std::io::Error::other(format!("cannot encode conversation: {e}")))
+}
+
 /// Writes each `(id, bytes)` over `<dir>/<id>.json` in place (created
 /// owner-only), then syncs them all and the directory. Answers how many
 /// were written.
-pub(super) fn write_files<'a>(
+pub(super) fn write_files<B: AsRef<[u8]>>(
     dir: &Path,
-    versions: impl Iterator<Item = (Uuid, &'a [u8])>,
+    versions: impl Iterator<Item = std::io::Result<(Uuid, B)>>,
 ) -> std::io::Result<usize> {
     let mut written: Vec<File> = Vec::new();
-    for (id, bytes) in versions {
+    for version in versions {
+        let (id, bytes) = version?;
         let target = dir.join(format!("{id}.json"));
         let mut file = open_private(&target)
-            .and_then(|mut file| file.write_all(bytes).map(|()| file))
+            .and_then(|mut file| file.write_all(bytes.as_ref()).map(|()| file))
             .map_err(|e| {
                 std::io::Error::other(format!("cannot write {}: {e}", target.display()))
             })?;
@@ -378,11 +391,11 @@ mod tests {
 
     use super::*;
 
-    fn version(seq: u64, bytes: usize) -> Latest {
+    fn version(seq: u64, size: usize) -> Latest {
         Latest {
             seq,
             conversation: Arc::new(fixtures::conversation()),
-            bytes: Arc::new(vec![b' '; bytes]),
+            size,
         }
     }
 

@@ -50,18 +50,41 @@ pub(super) struct Contents {
     pub torn_tail: Option<(usize, usize)>,
 }
 
-/// The bytes of one record.
-pub(super) fn encode(seq: u64, payload: &[u8]) -> io::Result<Vec<u8>> {
+/// An empty record: room for its header, the payload to be written after
+/// it (then [`Journal::append`] fills the header in, so the payload is
+/// never copied).
+pub(super) fn record_buffer(capacity: usize) -> Vec<u8> {
+    let mut record = Vec::with_capacity(HEADER + capacity);
+    record.resize(HEADER, 0);
+    record
+}
+
+/// Fills in the header of `record` (from [`record_buffer`], its payload
+/// written) as record `seq`.
+fn seal(record: &mut [u8], seq: u64) -> io::Result<()> {
+    let payload = record
+        .get(HEADER..)
+        .ok_or_else(|| io::Error::other("a journal record without room for its header"))?;
     let length = u32::try_from(payload.len())
         .ok()
         .filter(|&n| n as usize <= MAX_RECORD)
         .ok_or_else(|| io::Error::other("a conversation too large for the journal"))?;
-    let mut record = Vec::with_capacity(HEADER + payload.len());
-    record.extend_from_slice(&MAGIC);
-    record.extend_from_slice(&length.to_le_bytes());
-    record.extend_from_slice(&seq.to_le_bytes());
-    record.extend_from_slice(&checksum(&record[4..16], payload).to_le_bytes());
+    let mut header = [0u8; HEADER];
+    header[..4].copy_from_slice(&MAGIC);
+    header[4..8].copy_from_slice(&length.to_le_bytes());
+    header[8..16].copy_from_slice(&seq.to_le_bytes());
+    let sum = checksum(&header[4..16], payload);
+    header[16..].copy_from_slice(&sum.to_le_bytes());
+    record[..HEADER].copy_from_slice(&header);
+    Ok(())
+}
+
+/// The bytes of one record.
+#[cfg(test)]
+pub(super) fn encode(seq: u64, payload: &[u8]) -> io::Result<Vec<u8>> {
+    let mut record = record_buffer(payload.len());
     record.extend_from_slice(payload);
+    seal(&mut record, seq)?;
     Ok(record)
 }
 
@@ -197,19 +220,20 @@ impl Journal {
         files.next_seq = files.next_seq.max(seq.saturating_add(1));
     }
 
-    /// Appends `payload` as one record, then calls `then` with its sequence
-    /// number while no other record can be appended (so what `then` does
+    /// Appends `record` (a [`record_buffer`] with its payload written
+    /// after the header's room), its header filled in, then calls `then`
+    /// with its sequence number while no other record can be appended (so what `then` does
     /// happens in journal order). Not synced: see [`Journal::sync`].
     /// Answers the active file's length.
-    pub(super) fn append(&self, payload: &[u8], then: impl FnOnce(u64)) -> io::Result<u64> {
+    pub(super) fn append(&self, record: &mut [u8], then: impl FnOnce(u64)) -> io::Result<u64> {
         let mut files = self.lock();
         if let Some(why) = &files.broken {
             return Err(io::Error::other(format!("the journal is unusable: {why}")));
         }
         let seq = files.next_seq;
-        let record = encode(seq, payload)?;
+        seal(record, seq)?;
         let active = files.active;
-        if let Err(error) = (&files.files[active]).write_all(&record) {
+        if let Err(error) = (&files.files[active]).write_all(record) {
             // Cut the partial record off, or later records would follow
             // damage and be read as a damaged middle.
             let length = files.lengths[active];

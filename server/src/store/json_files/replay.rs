@@ -62,7 +62,7 @@ pub(super) fn replay(
     }
     let written = write_files(
         dir,
-        newest.iter().map(|(id, (_, _, b))| (*id, b.as_slice())),
+        newest.iter().map(|(id, (_, _, b))| Ok((*id, b.as_slice()))),
     )
     .map_err(|e| StoreError(format!("cannot write the journal's conversations: {e}")))?;
     if written > 0 {
