@@ -174,7 +174,8 @@ pub fn serve_alone(listener: tokio::net::TcpListener, router: axum::Router) -> s
     let bound = listener.local_addr()?;
     println!("metrics on http://{bound}/metrics");
     tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, router).await {
+        // One route table for all connections (see the agent's `serve`).
+        if let Err(error) = axum::serve(listener, router.into_make_service()).await {
             tracing::error!(%error, "the metrics listener stopped");
         }
     });

@@ -145,7 +145,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, router)
+    // One route table shared by all connections (`axum::serve` given a
+    // `Router` copies it for each one).
+    axum::serve(listener, router.into_make_service())
         .with_graceful_shutdown(async move {
             shutdown.await;
             cancel.cancel();
