@@ -26,6 +26,7 @@ fn loadgen_quick_run_measures_every_phase() {
         ])
         .args(["--requests", "200", "--turns", "12", "--startup-runs", "2"])
         .args(["--get-rounds", "2"])
+        .args(["--overload-turns-per-conversation", "2"])
         .args(["--max-seconds", "60", "--json"])
         .arg(&json_path)
         .output()
@@ -75,5 +76,13 @@ fn loadgen_quick_run_measures_every_phase() {
         phases[5]
     );
     assert_eq!(phases[6]["ok"], 12, "every A -> B delegation is measured");
+    let turns = &report["headline"]["overload"][0];
+    assert_eq!(
+        turns["work"], "turns, a new conversation every 2",
+        "{turns}"
+    );
+    assert!(turns["ok"].as_u64().unwrap_or(0) > 0, "{turns}");
+    assert_eq!(turns["non_2xx"], turns["status_503"], "{turns}");
+    assert_eq!(turns["no_answer"], 0, "{turns}");
     assert_eq!(report["shutdown"]["status"], "exit status: 0");
 }

@@ -124,6 +124,12 @@ struct Args {
     /// Length of each overload phase, seconds [default: 30, quick: 3].
     #[arg(long)]
     overload_seconds: Option<u64>,
+    /// In the overload turn phase, each client starts a new conversation
+    /// after this many turns (0: one conversation per client for the whole
+    /// phase, which grows by 4 messages a turn). A conversation's length
+    /// is data, not load: with a bound here, memory measures the load.
+    #[arg(long, default_value_t = 0)]
+    overload_turns_per_conversation: usize,
     /// Idle wait after each overload phase before the last sample of the
     /// agent's threads and RSS, seconds [default: 20, quick: 5].
     #[arg(long)]
@@ -258,6 +264,7 @@ impl Settings {
             overload: OverloadSettings {
                 clients: args.overload_clients,
                 duration: seconds(args.overload_seconds, 30, 3),
+                turns_per_conversation: args.overload_turns_per_conversation,
                 idle: seconds(args.idle_seconds, 20, 5),
             },
             conversations: pick(args.conversations, 10_000, 200),

@@ -419,7 +419,7 @@ mod tests {
             })
         };
         let overload = Overload {
-            work: "turns",
+            work: "turns".into(),
             phase: load,
             start: sample(5, 25),
             peak: sample(516, 207),

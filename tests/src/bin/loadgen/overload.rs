@@ -40,6 +40,8 @@ pub struct OverloadSettings {
     pub clients: usize,
     /// Length of each load.
     pub duration: Duration,
+    /// Turns after which a client starts a new conversation (0: never).
+    pub turns_per_conversation: usize,
     /// Idle wait before the last sample.
     pub idle: Duration,
 }
@@ -83,7 +85,7 @@ pub fn parse_status(text: &str) -> Option<ProcSample> {
 #[derive(Debug, Clone)]
 pub struct Overload {
     /// `turns` or `GET /conversations/{id}`.
-    pub work: &'static str,
+    pub work: String,
     /// The requests.
     pub phase: Phase,
     /// The fresh agent, before any request.
@@ -148,7 +150,11 @@ async fn turn_overload(
     client: reqwest::Client,
 ) -> Result<Overload> {
     let clients = s.overload.clients;
-    eprintln!("loadgen: overload, {clients} clients doing turns");
+    let work = match s.overload.turns_per_conversation {
+        0 => "turns".to_string(),
+        n => format!("turns, a new conversation every {n}"),
+    };
+    eprintln!("loadgen: overload, {clients} clients doing {work}");
     let http = &client;
     let agent = AgentProcess::start(spec, http).await?;
     let (start, sampler) = (ProcSample::of(agent.pid), Sampler::start(agent.pid));
@@ -163,20 +169,38 @@ async fn turn_overload(
                 agent.tail()
             )
         })?;
-    let urls: Arc<Vec<String>> = Arc::new(
+    let base = agent.url.clone();
+    let urls: Arc<Vec<std::sync::Mutex<String>>> = Arc::new(
         ids.iter()
-            .map(|id| format!("{}/conversations/{id}/messages", agent.url))
+            .map(|id| std::sync::Mutex::new(messages_url(&base, *id)))
             .collect(),
     );
+    let every = s.overload.turns_per_conversation;
     let turn = {
         let http = http.clone();
-        move |client: usize, _iteration: usize| {
-            let (http, urls) = (http.clone(), urls.clone());
-            async move { list_resources(&http, &urls[client]).await }
+        move |client: usize, iteration: usize| {
+            let (http, urls, base) = (http.clone(), urls.clone(), base.clone());
+            async move {
+                if every > 0 && iteration > 0 && iteration % every == 0 {
+                    let id = create_conversation(&http, &base).await?;
+                    *lock(&urls[client]) = messages_url(&base, id);
+                }
+                let url = lock(&urls[client]).clone();
+                list_resources(&http, &url).await
+            }
         }
     };
-    let phase = measure(s, "turns", "turn", turn).await?;
-    settle(s, agent, "turns", phase, (start, sampler), client).await
+    let phase = measure(s, &work, "turn", turn).await?;
+    settle(s, agent, &work, phase, (start, sampler), client).await
+}
+
+fn messages_url(base: &str, id: Uuid) -> String {
+    format!("{base}/conversations/{id}/messages")
+}
+
+fn lock(url: &std::sync::Mutex<String>) -> std::sync::MutexGuard<'_, String> {
+    url.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `GET /conversations/{id}` on random seeded conversations.
@@ -221,7 +245,7 @@ where
 async fn settle(
     s: &Settings,
     agent: AgentProcess,
-    work: &'static str,
+    work: &str,
     phase: Phase,
     (start, sampler): (Option<ProcSample>, Sampler),
     client: reqwest::Client,
@@ -234,7 +258,7 @@ async fn settle(
     let after_idle = ProcSample::of(agent.pid);
     agent.stop().await?;
     Ok(Overload {
-        work,
+        work: work.to_string(),
         phase,
         start,
         peak,

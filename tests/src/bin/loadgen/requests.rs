@@ -111,11 +111,9 @@ pub async fn create_conversation(http: &reqwest::Client, base: &str) -> Result<u
         .context("POST /conversations failed")?;
     let status = response.status();
     let body = response.bytes().await?;
-    ensure!(
-        status.is_success(),
-        "POST /conversations answered {status}: {}",
-        String::from_utf8_lossy(&body)
-    );
+    if status != reqwest::StatusCode::CREATED {
+        expect_ok("POST /conversations", status, &body)?;
+    }
     let created: ConversationResponse =
         serde_json::from_slice(&body).context("POST /conversations answered an unexpected body")?;
     Ok(created.conversation.id)
