@@ -15,7 +15,8 @@ const CONNECTIONS: usize = 400;
 const MAX_BYTES_PER_CONNECTION: u64 = 12 << 10;
 
 fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the agent's status");
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the agent's status");
     let line = status
         .lines()
         .find(|l| l.starts_with("VmRSS:"))

@@ -181,7 +181,7 @@ async fn turn_overload(
         move |client: usize, iteration: usize| {
             let (http, urls, base) = (http.clone(), urls.clone(), base.clone());
             async move {
-                if every > 0 && iteration > 0 && iteration % every == 0 {
+                if every > 0 && iteration > 0 && iteration.is_multiple_of(every) {
                     let id = create_conversation(&http, &base).await?;
                     *lock(&urls[client]) = messages_url(&base, id);
                 }
