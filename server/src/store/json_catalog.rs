@@ -5,10 +5,12 @@
 //!
 //! The saved versions stay the truth (the journal, then the files); the
 //! catalog is derived from them and kept in step by the rule *record
-//! first, then row*: a save appends its journal record, then writes the
-//! new version's row, so a row never describes a version the journal and
-//! the files do not hold; at open, the rows of the conversations the
-//! journal held are rewritten from it. Rows are committed without an fsync
+//! first, then row*: a save appends its journal record, then queues the
+//! new version's row, written before the next read of the catalog and
+//! before a checkpoint drops the record (`json_files/commit.rs`), so a row
+//! never describes a version the journal and the files do not hold; at
+//! open, the rows of the conversations the journal held are rewritten
+//! from it. Rows are committed without an fsync
 //! of their own (`synchronous = NORMAL`): a killed process loses nothing
 //! the operating system was given, and after an operating-system crash or
 //! power loss (the machine's boot id changed while the catalog was open)
@@ -31,8 +33,8 @@ mod queries;
 mod rows;
 
 use queries::{counts, page_rows, pending_rows};
-pub(super) use rows::Entry;
 use rows::put_entry;
+pub(super) use rows::{Entry, coalesce};
 
 /// Bump when the schema or the meaning of a column changes: an older
 /// catalog is then rebuilt.

@@ -4,10 +4,11 @@
 //! A save appends the conversation's JSON to the journal (see
 //! [`journal`]) under a short lock, keeps it in memory as the
 //! conversation's newest version, queues its catalog row, and waits for
-//! the group's commit ([`commit`], shared through [`GroupSync`]): one
-//! `fdatasync` of the journal and one catalog transaction for every save
-//! that appended meanwhile. So N concurrent saves cost about two syncs,
-//! and no save creates or renames a file. Checkpoints ([`checkpoint`])
+//! the group's commit (shared through [`GroupSync`]): one `fdatasync` of
+//! the journal for every save that appended meanwhile. So N concurrent
+//! saves cost about one sync, and no save creates or renames a file. The
+//! queued rows go to the catalog in one transaction before the next read
+//! of it or the next checkpoint ([`commit`]). Checkpoints ([`checkpoint`])
 //! write each changed conversation's file once, however often it was
 //! saved, then drop the journal records the synced files cover; at open,
 //! what the journal holds is written to the files first ([`replay`]).
@@ -40,7 +41,7 @@ use super::json_catalog::{Catalog, Entry, Trust};
 use checkpoint::{
     CHECKPOINT_BYTES, Checkpointer, Checkpoints, Latest, MAX_UNWRITTEN_BYTES, Unwritten,
 };
-use commit::Commit;
+use commit::Listing;
 use journal::Journal;
 
 mod checkpoint;
@@ -66,7 +67,7 @@ const REBUILD_BATCH: usize = 2_000;
 /// JSON is written).
 const RECORD_CAPACITY: usize = 4 << 10;
 
-/// A group commit: the journal synced, the rows of its saves written.
+/// A group commit: the journal synced.
 type JournalSync = Box<dyn Fn() -> std::io::Result<()> + Send + Sync>;
 
 /// Conversations as JSON files under a directory, saved through a journal
@@ -79,10 +80,11 @@ pub struct JsonFileStore {
     /// Journal files and records set aside at open.
     quarantined_journal: usize,
     journal: Arc<Journal>,
-    /// The journal's fdatasync and the catalog's commit, shared by
-    /// concurrent saves.
+    /// The journal's fdatasync, shared by concurrent saves.
     journal_sync: GroupSync<JournalSync>,
-    commit: Arc<Commit>,
+    /// The catalog, and the rows of saves not written to it yet: every
+    /// read of the catalog goes through it.
+    listing: Arc<Listing>,
     /// Saved versions not in their files yet.
     unwritten: Arc<Unwritten>,
     checkpoints: Arc<Checkpoints>,
@@ -126,14 +128,15 @@ impl JsonFileStore {
         let quarantine = data_dir.join(QUARANTINE_DIR);
         let replayed = replay::replay(&journal, &dir, &quarantine)?;
         journal.continue_after(replayed.last_seq);
-        let commit = Arc::new(Commit::new(journal.clone(), catalog.clone()));
-        let leader = commit.clone();
-        let sync: JournalSync = Box::new(move || leader.run());
+        let listing = Arc::new(Listing::new(catalog.clone()));
+        let synced = journal.clone();
+        let sync: JournalSync = Box::new(move || synced.sync());
         let unwritten = Arc::new(Unwritten::default());
         let checkpoints = Arc::new(Checkpoints::new(
             dir.clone(),
             journal.clone(),
             unwritten.clone(),
+            listing.clone(),
         ));
         let store = JsonFileStore {
             dir,
@@ -142,7 +145,7 @@ impl JsonFileStore {
             quarantined_journal: replayed.quarantined,
             journal,
             journal_sync: GroupSync::new(sync),
-            commit,
+            listing,
             unwritten,
             checkpointer: match background {
                 true => Checkpointer::start(checkpoints.clone()),
@@ -320,6 +323,12 @@ impl JsonFileStore {
         self.checkpoints.run(|| ())
     }
 
+    /// Catalog rows of saves not written to the catalog yet.
+    #[cfg(test)]
+    pub(super) fn catalog_rows_queued(&self) -> usize {
+        self.listing.queued()
+    }
+
     /// A checkpoint that calls `meanwhile` once it has taken the versions
     /// to write.
     #[cfg(test)]
@@ -398,9 +407,10 @@ impl Store for JsonFileStore {
         self.unwritten
             .wait_for_room(MAX_UNWRITTEN_BYTES, || self.checkpointer.nudge());
         // The row after the record (a crash in between leaves a record
-        // the next start writes to the catalog), committed by the group.
+        // the next start writes to the catalog), written to the catalog
+        // before the next read of it (see [`commit`]).
         let appended = self.journal.append(&mut record, |seq| {
-            self.commit.queue(row);
+            self.listing.queue(row);
             self.unwritten.put(
                 id,
                 Latest {
@@ -448,15 +458,15 @@ impl Store for JsonFileStore {
     }
 
     fn conversation_of_approval(&self, uuid: Uuid) -> Result<Option<Uuid>, StoreError> {
-        self.catalog.conversation_of_approval(uuid)
+        self.listing.catalog()?.conversation_of_approval(uuid)
     }
 
     fn waiting(&self) -> Result<Vec<Conversation>, StoreError> {
-        Ok(self.load_listed(self.catalog.waiting()?))
+        Ok(self.load_listed(self.listing.catalog()?.waiting()?))
     }
 
     fn deadlines(&self, now: chrono::DateTime<chrono::Utc>) -> Result<Deadlines, StoreError> {
-        let (due, next) = self.catalog.deadlines(now)?;
+        let (due, next) = self.listing.catalog()?.deadlines(now)?;
         Ok(Deadlines {
             due: self.load_listed(due),
             next,
@@ -464,7 +474,7 @@ impl Store for JsonFileStore {
     }
 
     fn pending_page(&self, query: &PendingQuery) -> Result<PendingPage, StoreError> {
-        let (keys, next) = self.catalog.pending_page(query)?;
+        let (keys, next) = self.listing.catalog()?.pending_page(query)?;
         let mut read: std::collections::HashMap<Uuid, Conversation> = Default::default();
         let mut approvals = Vec::with_capacity(keys.len());
         for (uuid, id) in keys {
@@ -488,7 +498,7 @@ impl Store for JsonFileStore {
     }
 
     fn list_page(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let page = self.catalog.page(query)?;
+        let page = self.listing.catalog()?.page(query)?;
         Ok(ListPage {
             conversations: self.load_listed(page.ids),
             next: page.next,
@@ -523,6 +533,9 @@ impl Store for JsonFileStore {
             Err(error) => {
                 tracing::warn!(%error, "cannot write the last saves to their files; the journal keeps them for the next start")
             }
+        }
+        if let Err(error) = self.listing.flush() {
+            tracing::warn!(%error, "cannot write the last saves' rows to the conversation catalog; the next start writes them from the journal");
         }
         match self.catalog.close() {
             Ok(()) => tracing::info!("conversation catalog closed"),

@@ -2,6 +2,8 @@
 //! approvals, and how a row is written.
 
 use asg_shared::{ApprovalState, Conversation, PendingApproval};
+use std::collections::HashMap;
+
 use rusqlite::params;
 use uuid::Uuid;
 
@@ -73,6 +75,32 @@ impl Entry {
     }
 }
 
+/// The rows of several saves, in save order, as the newest row of each
+/// conversation, holding every approval uuid its older rows had (approval
+/// rows are only ever added): writing these is writing them all in order.
+pub(in crate::store) fn coalesce(rows: Vec<Entry>) -> Vec<Entry> {
+    let mut newest: Vec<Entry> = Vec::with_capacity(rows.len());
+    let mut at: HashMap<Uuid, usize> = HashMap::with_capacity(rows.len());
+    for row in rows.into_iter().rev() {
+        match at.get(&row.id) {
+            Some(&kept) => {
+                let kept = &mut newest[kept];
+                for uuid in row.approvals {
+                    if !kept.approvals.contains(&uuid) {
+                        kept.approvals.push(uuid);
+                    }
+                }
+            }
+            None => {
+                at.insert(row.id, newest.len());
+                newest.push(row);
+            }
+        }
+    }
+    newest.reverse();
+    newest
+}
+
 pub(super) fn put_entry(
     tx: &rusqlite::Transaction<'_>,
     entry: &Entry,
@@ -131,4 +159,36 @@ pub(super) fn put_entry(
         ])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use asg_shared::fixtures;
+
+    use super::*;
+
+    fn row(conversation: &Conversation, approvals: &[Uuid]) -> Entry {
+        Entry {
+            approvals: approvals.to_vec(),
+            ..Entry::of(conversation)
+        }
+    }
+
+    #[test]
+    fn coalesced_rows_are_the_newest_of_each_with_every_approval_kept() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let first = fixtures::conversation();
+        let mut first_later = first.clone();
+        first_later.status = asg_shared::ConversationStatus::WaitingApproval;
+        let second = fixtures::conversation();
+        let rows = vec![
+            row(&first, &[a]),
+            row(&second, &[]),
+            row(&first_later, &[b]),
+        ];
+        let newest = coalesce(rows);
+        assert_eq!(newest.len(), 2);
+        assert_eq!(newest[0], row(&second, &[]));
+        assert_eq!(newest[1], row(&first_later, &[b, a]));
+    }
 }

@@ -7,8 +7,9 @@
 //! checkpoint (every [`CHECKPOINT_EVERY`], sooner when the journal passes
 //! [`CHECKPOINT_BYTES`], and at close) takes those versions while no save
 //! can append, writes each file, syncs the files (from several threads)
-//! and the directory, forgets the versions not saved again meanwhile, and
-//! only then empties the journal file it retired. A save arriving during
+//! and the directory, forgets the versions not saved again meanwhile,
+//! writes the queued catalog rows (see [`super::commit`]), and only then
+//! empties the journal file it retired. A save arriving during
 //! a checkpoint goes to the other journal file and stays in memory for
 //! the next one.
 //!
@@ -36,6 +37,7 @@ use std::time::Duration;
 use asg_shared::Conversation;
 use uuid::Uuid;
 
+use super::commit::Listing;
 use super::journal::Journal;
 use crate::store::StoreError;
 
@@ -159,6 +161,8 @@ pub(super) struct Checkpoints {
     pub dir: PathBuf,
     pub journal: Arc<Journal>,
     pub unwritten: Arc<Unwritten>,
+    /// The catalog rows of the saves.
+    listing: Arc<Listing>,
     /// Conversation files written so far.
     written: AtomicU64,
     /// One checkpoint at a time (the thread's and `close`'s).
@@ -166,11 +170,17 @@ pub(super) struct Checkpoints {
 }
 
 impl Checkpoints {
-    pub(super) fn new(dir: PathBuf, journal: Arc<Journal>, unwritten: Arc<Unwritten>) -> Self {
+    pub(super) fn new(
+        dir: PathBuf,
+        journal: Arc<Journal>,
+        unwritten: Arc<Unwritten>,
+        listing: Arc<Listing>,
+    ) -> Self {
         Checkpoints {
             dir,
             journal,
             unwritten,
+            listing,
             written: AtomicU64::new(0),
             running: Mutex::new(()),
         }
@@ -194,6 +204,9 @@ impl Checkpoints {
         .map_err(|e| StoreError(format!("checkpoint: {e}")))?;
         self.written.fetch_add(written as u64, Ordering::Relaxed);
         self.unwritten.settle(&snapshot);
+        // The retired file's records leave the journal: their rows (queued
+        // before it was retired) must be in the catalog first.
+        self.listing.flush()?;
         self.journal
             .empty(retired)
             .map_err(|e| StoreError(format!("checkpoint: cannot empty the journal file: {e}")))?;

@@ -274,3 +274,68 @@ fn a_file_a_checkpoint_is_rewriting_is_read_from_memory_never_set_aside() {
     store.checkpoint().unwrap();
     assert_eq!(in_file(dir.path(), &first), Some(newer));
 }
+
+/// Rows in the catalog's file (a reader of its own, as another process).
+fn catalog_rows(dir: &Path) -> i64 {
+    let catalog = dir.join(crate::store::json_files::CATALOG_PATH);
+    rusqlite::Connection::open(catalog)
+        .unwrap()
+        .query_row("SELECT count(*) FROM conversations", [], |row| row.get(0))
+        .unwrap()
+}
+
+#[test]
+fn saves_leave_the_catalog_alone_until_it_is_read_then_one_row_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let (waiting, uuid) = super::waiting_for_approval(2, "waiting");
+    let other = conversation(1, "other");
+    for n in 1..=3 {
+        store.save(&edited(&other, &format!("other v{n}"))).unwrap();
+    }
+    store.save(&waiting).unwrap();
+    assert_eq!(
+        catalog_rows(dir.path()),
+        0,
+        "a save waits for its record only"
+    );
+    assert_eq!(store.catalog_rows_queued(), 4);
+
+    // Each read sees every save acknowledged before it.
+    assert_eq!(
+        store.conversation_of_approval(uuid).unwrap(),
+        Some(waiting.id)
+    );
+    assert_eq!(store.catalog_rows_queued(), 0);
+    assert_eq!(catalog_rows(dir.path()), 2, "the newest row of each");
+    store.save(&edited(&other, "other v4")).unwrap();
+    let page = store
+        .list_page(&crate::store::ListQuery {
+            scope: super::scope("alice", false),
+            status: None,
+            after: None,
+            limit: 10,
+            tasks: Default::default(),
+        })
+        .unwrap();
+    assert_eq!(super::texts(&page), ["other v4", "waiting"]);
+}
+
+#[test]
+fn a_checkpoint_writes_the_rows_before_it_empties_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let (waiting, uuid) = super::waiting_for_approval(1, "waiting");
+    store.save(&waiting).unwrap();
+    assert_eq!(store.checkpoint().unwrap(), 1);
+    assert_eq!(journal_bytes(dir.path()), 0);
+    drop(store); // a crash: the journal no longer holds the save
+
+    let store = open(dir.path());
+    assert_eq!(
+        store.conversation_of_approval(uuid).unwrap(),
+        Some(waiting.id),
+        "its row was written by the checkpoint"
+    );
+    assert_eq!(store.waiting().unwrap(), [waiting]);
+}
