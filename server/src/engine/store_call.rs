@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use asg_shared::Conversation;
 
 use super::EngineError;
-use crate::store::{Store, StoreError};
+use crate::store::{Saved, Store, StoreError};
 
 pub use crate::config::DEFAULT_STORAGE_THREADS;
 
@@ -133,15 +133,40 @@ pub(crate) async fn stored<T: Send + 'static>(
     Ok(blocking(store, call).await??)
 }
 
-/// Saves `conversation` durably on a storage thread.
+/// Saves `conversation` durably: the save starts on a storage thread,
+/// and its answer comes from whichever thread made it durable
+/// ([`Store::save_then`]), so a save waiting for a group commit holds no
+/// storage thread.
 pub(crate) async fn save(
     store: &Arc<dyn Store>,
     conversation: Arc<Conversation>,
 ) -> Result<(), EngineError> {
     let started = std::time::Instant::now();
-    let saved = stored(store, move |s| s.save_shared(&conversation)).await;
+    let saved = save_durably(store, conversation).await;
     crate::metrics::metrics().store_save(saved.is_ok(), started.elapsed());
     saved
+}
+
+async fn save_durably(
+    store: &Arc<dyn Store>,
+    conversation: Arc<Conversation>,
+) -> Result<(), EngineError> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let store = store.clone();
+    let started = threads().submit(move || {
+        let saved: Saved = Box::new(move |result| {
+            let _ = answer.send(result);
+        });
+        store.save_then(&conversation, saved);
+    });
+    match answered.await {
+        Ok(result) => Ok(result?),
+        // The callback was dropped unanswered: the call stopped (a panic).
+        Err(_) => Err(EngineError::Internal(match started.await {
+            Ok(Err(stopped)) => stopped,
+            _ => "a save stopped without an answer".to_string(),
+        })),
+    }
 }
 
 #[cfg(test)]
@@ -174,6 +199,107 @@ mod tests {
             names
                 .iter()
                 .all(|n| n.as_deref().is_some_and(|n| n.starts_with("asg-storage-")))
+        );
+    }
+
+    /// JSON files whose saves are answered when the test says, as a
+    /// group commit answers them: later, from another thread.
+    struct Deferred {
+        files: crate::store::JsonFileStore,
+        answers: std::sync::Mutex<Vec<Saved>>,
+    }
+
+    impl Store for Deferred {
+        fn load_all(&self) -> Result<Vec<Conversation>, StoreError> {
+            self.files.load_all()
+        }
+        fn save(&self, _: &Conversation) -> Result<(), StoreError> {
+            unreachable!("the engine saves through save_then")
+        }
+        fn save_then(&self, conversation: &Arc<Conversation>, saved: Saved) {
+            assert!(conversation.id != uuid::Uuid::nil(), "a disk on fire");
+            self.answers.lock().unwrap().push(saved);
+        }
+        fn load(&self, id: uuid::Uuid) -> Result<Option<Conversation>, StoreError> {
+            self.files.load(id)
+        }
+        fn conversation_of_approval(
+            &self,
+            uuid: uuid::Uuid,
+        ) -> Result<Option<uuid::Uuid>, StoreError> {
+            self.files.conversation_of_approval(uuid)
+        }
+        fn waiting(&self) -> Result<Vec<Conversation>, StoreError> {
+            self.files.waiting()
+        }
+        fn list_page(
+            &self,
+            query: &crate::store::ListQuery,
+        ) -> Result<crate::store::ListPage, StoreError> {
+            self.files.list_page(query)
+        }
+        fn claim(&self, id: uuid::Uuid) -> Result<crate::store::Claim, StoreError> {
+            self.files.claim(id)
+        }
+        fn abandoned(&self) -> Result<Vec<uuid::Uuid>, StoreError> {
+            self.files.abandoned()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_save_is_answered_by_the_thread_that_made_it_durable() {
+        const SAVES: usize = 3 * DEFAULT_STORAGE_THREADS;
+        let dir = tempfile::tempdir().unwrap();
+        let deferred = Arc::new(Deferred {
+            files: crate::store::JsonFileStore::open(dir.path()).unwrap(),
+            answers: Default::default(),
+        });
+        let store: Arc<dyn Store> = deferred.clone();
+        let saves: Vec<_> = (0..SAVES)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    save(&store, Arc::new(asg_shared::fixtures::conversation())).await
+                })
+            })
+            .collect();
+        // More saves wait than there are storage threads: none holds one.
+        for _ in 0..500 {
+            if deferred.answers.lock().unwrap().len() == SAVES {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let answers = std::mem::take(&mut *deferred.answers.lock().unwrap());
+        assert_eq!(answers.len(), SAVES, "every save waits for its answer");
+        assert!(saves.iter().all(|s| !s.is_finished()), "none answered yet");
+        std::thread::spawn(move || {
+            for (n, answer) in answers.into_iter().enumerate() {
+                answer(match n {
+                    0 => Err(StoreError("disk full".into())),
+                    _ => Ok(()),
+                });
+            }
+        });
+        let mut failed = Vec::new();
+        for saved in saves {
+            if let Err(error) = saved.await.unwrap() {
+                failed.push(error);
+            }
+        }
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(
+            matches!(&failed[0], EngineError::Store(e) if e.0.contains("disk full")),
+            "{:?}",
+            failed[0]
+        );
+
+        let mut stopped = asg_shared::fixtures::conversation();
+        stopped.id = uuid::Uuid::nil();
+        let error = save(&store, Arc::new(stopped)).await.unwrap_err();
+        assert!(
+            matches!(&error, EngineError::Internal(why) if why.contains("a disk on fire")),
+            "{error:?}"
         );
     }
 

@@ -48,7 +48,9 @@ mod checkpoint;
 mod commit;
 mod journal;
 mod replay;
-use super::{Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, Store, StoreError};
+use super::{
+    Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, Saved, Store, StoreError,
+};
 
 /// Name of the directory (under the data dir) unreadable files go to.
 pub const QUARANTINE_DIR: &str = "quarantine";
@@ -323,6 +325,42 @@ impl JsonFileStore {
         self.checkpoints.run(|| ())
     }
 
+    /// A save up to its sync: the record appended to the journal, the
+    /// version kept in memory, its catalog row queued.
+    fn append(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
+        let id = conversation.id;
+        let mut record = journal::record_buffer(RECORD_CAPACITY);
+        serde_json::to_writer_pretty(&mut record, conversation.as_ref())
+            .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
+        let size = record.len();
+        let row = Entry::of(conversation);
+        // Backpressure: memory stays bounded when checkpoints fall behind.
+        self.unwritten
+            .wait_for_room(MAX_UNWRITTEN_BYTES, || self.checkpointer.nudge());
+        // The row after the record (a crash in between leaves a record
+        // the next start writes to the catalog), written to the catalog
+        // before the next read of it (see [`commit`]).
+        let appended = self.journal.append(&mut record, |seq| {
+            self.listing.queue(row);
+            self.unwritten.put(
+                id,
+                Latest {
+                    seq,
+                    conversation: conversation.clone(),
+                    size,
+                },
+            )
+        });
+        drop(record);
+        let length = appended.map_err(|e| {
+            StoreError(format!("cannot save conversation {id} in the journal: {e}"))
+        })?;
+        if length > CHECKPOINT_BYTES {
+            self.checkpointer.nudge();
+        }
+        Ok(())
+    }
+
     /// Catalog rows of saves not written to the catalog yet.
     #[cfg(test)]
     pub(super) fn catalog_rows_queued(&self) -> usize {
@@ -398,38 +436,21 @@ impl Store for JsonFileStore {
 
     fn save_shared(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
         let id = conversation.id;
-        let mut record = journal::record_buffer(RECORD_CAPACITY);
-        serde_json::to_writer_pretty(&mut record, conversation.as_ref())
-            .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
-        let size = record.len();
-        let row = Entry::of(conversation);
-        // Backpressure: memory stays bounded when checkpoints fall behind.
-        self.unwritten
-            .wait_for_room(MAX_UNWRITTEN_BYTES, || self.checkpointer.nudge());
-        // The row after the record (a crash in between leaves a record
-        // the next start writes to the catalog), written to the catalog
-        // before the next read of it (see [`commit`]).
-        let appended = self.journal.append(&mut record, |seq| {
-            self.listing.queue(row);
-            self.unwritten.put(
-                id,
-                Latest {
-                    seq,
-                    conversation: conversation.clone(),
-                    size,
-                },
-            )
-        });
-        drop(record);
-        let length = appended.map_err(|e| {
-            StoreError(format!("cannot save conversation {id} in the journal: {e}"))
-        })?;
-        if length > CHECKPOINT_BYTES {
-            self.checkpointer.nudge();
-        }
+        self.append(conversation)?;
         self.journal_sync
             .after_write()
-            .map_err(|e| StoreError(format!("cannot commit conversation {id}: {e}")))
+            .map_err(|e| not_committed(id, &e))
+    }
+
+    fn save_then(&self, conversation: &Arc<Conversation>, saved: Saved) {
+        let id = conversation.id;
+        if let Err(error) = self.append(conversation) {
+            return saved(Err(error));
+        }
+        self.journal_sync
+            .after_write_then(Box::new(move |synced: std::io::Result<()>| {
+                saved(synced.map_err(|e| not_committed(id, &e)))
+            }));
     }
 
     fn quarantined(&self) -> usize {
@@ -544,6 +565,11 @@ impl Store for JsonFileStore {
             }
         }
     }
+}
+
+/// A save whose group commit failed.
+fn not_committed(id: Uuid, error: &std::io::Error) -> StoreError {
+    StoreError(format!("cannot commit conversation {id}: {error}"))
 }
 
 /// The id of a `<uuid>.json` file name; other files are not ours.

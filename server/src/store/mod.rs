@@ -206,6 +206,9 @@ pub enum Claim {
     Busy,
 }
 
+/// Told once a save is durable, or why it is not ([`Store::save_then`]).
+pub type Saved = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
 /// What the engine needs from storage. Calls block: the engine runs them
 /// on the blocking thread pool.
 pub trait Store: Send + Sync + 'static {
@@ -221,6 +224,14 @@ pub trait Store: Send + Sync + 'static {
     /// copy of it.
     fn save_shared(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
         self.save(conversation)
+    }
+    /// [`Store::save_shared`] whose answer is given to `saved` once the
+    /// version is durable (or cannot be): by default on this thread when
+    /// the save returns. A store whose saves share a sync (the JSON
+    /// store's group commit) may call `saved` later, from the thread whose
+    /// sync covered it, so the calling thread does not wait for it.
+    fn save_then(&self, conversation: &Arc<Conversation>, saved: Saved) {
+        saved(self.save_shared(conversation))
     }
     /// How many unreadable files the store set aside since it was opened
     /// (reported by `GET /health`). Stores that never set files aside
