@@ -17,7 +17,11 @@
 //! stored, 2-core machine, load average about 4): the earlier
 //! file-per-save (temporary file, fsync, rename, shared directory fsync,
 //! two catalog commits) made about 960 saves/s on one thread and 1,200/s
-//! on 64; the journal about 3,500/s and 12,500/s. Files rewritten in place in
+//! on 64; the journal about 3,500/s and 12,500/s, with each group also
+//! committing its catalog rows; the journal alone, the rows written before
+//! reads (2026-11-28, alternated runs, load average 2-3.5): 5,100-5,400/s
+//! and 19,600-21,000/s, against 2,700-3,100/s and 10,400-11,900/s with the
+//! rows committed by each group. Files rewritten in place in
 //! sharded directories were not built: they would still cost a file
 //! operation and an fsync per save, and a tool could read a half-written
 //! file; the journal turns concurrent saves into appends and one shared
