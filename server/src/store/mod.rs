@@ -210,7 +210,7 @@ pub enum Claim {
 pub type Saved = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
 /// What the engine needs from storage. Calls block: the engine runs them
-/// on the blocking thread pool.
+/// on its storage threads (`engine/store_call.rs`).
 pub trait Store: Send + Sync + 'static {
     /// Every stored conversation, read whole (tests and tools: the engine
     /// reads through [`Store::load`] and [`Store::list_page`]). A file that
