@@ -256,6 +256,14 @@ mod tests {
         (group, entered_rx, release_tx, gate)
     }
 
+    /// A writer on a thread of its own, waiting for its sync.
+    fn write_on_a_thread(
+        group: &Arc<GroupSync<TestSync>>,
+    ) -> std::thread::JoinHandle<io::Result<()>> {
+        let group = group.clone();
+        std::thread::spawn(move || group.after_write())
+    }
+
     fn waiting(group: &GroupSync<impl Fn() -> io::Result<()>>) -> u64 {
         let state = group.state.lock().unwrap();
         state.asked - state.synced
@@ -316,10 +324,7 @@ mod tests {
     #[test]
     fn callbacks_queued_during_a_sync_free_their_thread_and_share_the_next_sync() {
         let (group, entered, release, _gate) = gated();
-        let leader = {
-            let group = group.clone();
-            std::thread::spawn(move || group.after_write())
-        };
+        let leader = write_on_a_thread(&group);
         entered.recv().unwrap();
         // Five writes while the first sync runs: queued, and this thread
         // goes on at once.
@@ -386,13 +391,9 @@ mod tests {
     #[test]
     fn a_thread_that_waited_then_led_also_syncs_the_callbacks_queued_meanwhile() {
         let (group, entered, release, _gate) = gated();
-        let thread = |group: &Arc<GroupSync<_>>| {
-            let group = group.clone();
-            std::thread::spawn(move || group.after_write())
-        };
-        let first = thread(&group);
+        let first = write_on_a_thread(&group);
         entered.recv().unwrap();
-        let second = thread(&group);
+        let second = write_on_a_thread(&group);
         until(|| group.state.lock().unwrap().newest_waiting == 2);
         release.send(()).unwrap();
         assert!(first.join().unwrap().is_ok());
@@ -453,13 +454,9 @@ mod tests {
     #[test]
     fn a_failed_sync_fails_exactly_the_writes_it_covered() {
         let (group, entered, release, gate) = gated();
-        let write = |group: &Arc<GroupSync<_>>| {
-            let group = group.clone();
-            std::thread::spawn(move || group.after_write())
-        };
-        let first = write(&group);
+        let first = write_on_a_thread(&group);
         entered.recv().unwrap();
-        let (second, third) = (write(&group), write(&group));
+        let (second, third) = (write_on_a_thread(&group), write_on_a_thread(&group));
         until(|| waiting(&group) == 3);
         release.send(()).unwrap();
         assert!(first.join().unwrap().is_ok());
@@ -476,7 +473,7 @@ mod tests {
             "all were told"
         );
         gate.fail.store(false, Ordering::SeqCst);
-        let later = write(&group);
+        let later = write_on_a_thread(&group);
         entered.recv().unwrap();
         release.send(()).unwrap();
         assert!(
