@@ -15,8 +15,10 @@ pub fn init_logging() {
 }
 
 /// What a server binary's `main` does with its `run` result: exit 0, or
-/// print the error and exit 2.
+/// print the error and exit 2. Log lines still buffered are written
+/// first.
 pub fn exit_code(result: Result<(), String>) -> std::process::ExitCode {
+    crate::logging::flush();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(message) => {

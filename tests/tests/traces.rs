@@ -191,8 +191,9 @@ async fn one_trace_spans_the_caller_agent_a_sub_agent_b_and_its_mcp_tool() {
         assert!(span.attr("gen_ai.tool.call.arguments").is_none());
     }
 
-    // A's log lines are JSON, the request's line with the caller's trace.
-    let log = a.log();
+    // A's log lines are JSON, the request's line with the caller's trace
+    // (request lines are written in batches: waited for).
+    let log = a.wait_log(r#""message":"request""#).await;
     let lines: Vec<Value> = log
         .lines()
         .filter(|l| l.starts_with('{'))

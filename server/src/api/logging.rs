@@ -57,7 +57,7 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
     telemetry::end_request_span(&span, status);
     span.in_scope(|| {
         tracing::info!(
-            target: "http",
+            target: asg_http::logging::REQUEST_TARGET,
             %method,
             %path,
             status,

@@ -8,7 +8,10 @@
 //! Spans made for traces ([`SPAN_TARGET`]) are not shown in text lines
 //! (they would prefix every line); their fields are in JSON lines.
 
+mod batched;
+
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
@@ -33,6 +36,19 @@ pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 /// The target of the spans made for traces (request, turn, model and
 /// tool calls); the agent exports them over OTLP when traces are on.
 pub const SPAN_TARGET: &str = "asg::span";
+
+pub use batched::{BatchedLines, REQUEST_TARGET};
+
+/// Standard output's lines, once logging is installed.
+static STDOUT_LINES: OnceLock<BatchedLines> = OnceLock::new();
+
+/// Writes the log lines not yet written; a server binary calls it
+/// before it exits (lines go out in batches: [`BatchedLines`]).
+pub fn flush() {
+    if let Some(lines) = STDOUT_LINES.get() {
+        lines.flush();
+    }
+}
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,12 +90,13 @@ where
         LogFormat::Text
     });
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
-    install(extra, format, filter, std::io::stdout);
+    let stdout = STDOUT_LINES.get_or_init(|| BatchedLines::new(std::io::stdout()));
+    install(extra, format, filter, stdout.clone());
 }
 
 /// Installs the logging as the global default: lines in `format`,
 /// filtered by `filter`, written to `writer`. [`init_with`] is this with
-/// the environment's settings and standard output.
+/// the environment's settings and standard output, written in batches.
 ///
 /// Without `extra`, no layer stands in for it: an absent
 /// (`Option::None`) layer would declare interest in every callsite, so
