@@ -16,9 +16,6 @@ use uuid::Uuid;
 
 use super::logging::ConversationTag;
 
-/// Bytes of bodies kept when nothing else is said.
-const DEFAULT_BYTES: u64 = 8 << 20;
-
 /// Bodies of recently read conversations.
 #[derive(Clone)]
 pub struct RenderedBodies {
@@ -26,12 +23,21 @@ pub struct RenderedBodies {
 }
 
 impl Default for RenderedBodies {
+    /// Sized for the default read cache.
     fn default() -> Self {
-        RenderedBodies::new(DEFAULT_BYTES)
+        RenderedBodies::beside_read_cache(crate::config::DEFAULT_READ_CACHE_BYTES)
     }
 }
 
 impl RenderedBodies {
+    /// Bodies for a read cache of `read_cache_bytes`
+    /// (`limits.read_cache_bytes`): half as many bytes, a compact body
+    /// being about half the weight the read cache gives its
+    /// conversation; none when the read cache keeps none.
+    pub fn beside_read_cache(read_cache_bytes: u64) -> RenderedBodies {
+        RenderedBodies::new(read_cache_bytes / 2)
+    }
+
     /// Keeps about `max_bytes` of bodies.
     pub fn new(max_bytes: u64) -> RenderedBodies {
         RenderedBodies {
@@ -118,5 +124,22 @@ mod tests {
         let same_as_reference =
             serde_json::to_value(serde_json::json!({"conversation": &*changed})).unwrap();
         assert_eq!(shown, same_as_reference);
+    }
+
+    #[test]
+    fn bodies_get_half_the_read_cache_and_none_beside_no_read_cache() {
+        let conversation = Arc::new(fixtures::conversation());
+        let none = RenderedBodies::beside_read_cache(0);
+        let first = none.body(&conversation).unwrap();
+        none.cache.run_pending_tasks();
+        let again = none.body(&conversation).unwrap();
+        assert_ne!(first.as_ptr(), again.as_ptr(), "a body kept with no room");
+        assert_eq!(
+            RenderedBodies::beside_read_cache(32 << 20)
+                .cache
+                .policy()
+                .max_capacity(),
+            Some(16 << 20)
+        );
     }
 }

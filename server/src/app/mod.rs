@@ -131,7 +131,9 @@ impl App {
             engine: self.engine.clone(),
             quarantined_files: self.quarantined_files,
             auth: self.auth.clone(),
-            rendered: Default::default(),
+            rendered: api::rendered::RenderedBodies::beside_read_cache(
+                self.config.limits.read_cache_bytes,
+            ),
             hosts: Arc::new(HostPolicy::new(
                 &self.config.host,
                 &self.config.allowed_hosts,

@@ -339,7 +339,7 @@ fn load_limits_have_defaults_and_zero_places_are_refused() {
         limits.storage_threads,
         crate::config::DEFAULT_STORAGE_THREADS
     );
-    assert_eq!(limits.read_cache_bytes, 16 << 20);
+    assert_eq!(limits.read_cache_bytes, 32 << 20);
     assert_eq!(
         (limits.max_running_turns, limits.max_queued_turns),
         (256, 4096)

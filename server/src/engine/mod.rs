@@ -263,7 +263,7 @@ impl Default for EngineLimits {
             history: HistoryBudget::default(),
             max_subscribers_per_conversation: 32,
             max_subscribers: 1024,
-            read_cache_bytes: 16 << 20,
+            read_cache_bytes: crate::config::DEFAULT_READ_CACHE_BYTES,
             max_running_turns: 256,
             max_queued_turns: 4096,
         }
