@@ -52,6 +52,7 @@ mod checkpoint;
 mod commit;
 mod journal;
 mod replay;
+mod sync_files;
 use super::{
     Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, Saved, Store, StoreError,
 };

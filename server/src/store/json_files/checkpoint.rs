@@ -6,8 +6,8 @@
 //! is kept in memory ([`Unwritten`]), so reads see it at once. A
 //! checkpoint (every [`CHECKPOINT_EVERY`], sooner when the journal passes
 //! [`CHECKPOINT_BYTES`], and at close) takes those versions while no save
-//! can append, writes each file, syncs the files (from several threads)
-//! and the directory, forgets the versions not saved again meanwhile,
+//! can append, writes each file, syncs the files (one `syncfs`, or
+//! each file: `sync_files.rs`) and the directory, forgets the versions not saved again meanwhile,
 //! writes the queued catalog rows (see [`super::commit`]), and only then
 //! empties the journal file it retired. A save arriving during
 //! a checkpoint goes to the other journal file and stays in memory for
@@ -232,7 +232,7 @@ pub(super) fn file_bytes(conversation: &Conversation) -> std::io::Result<Vec<u8>
 }
 
 /// Writes each `(id, bytes)` over `<dir>/<id>.json` in place (created
-/// owner-only), then syncs them all and the directory. Answers how many
+/// owner-only), then syncs them all (`sync_files.rs`) and the directory. Answers how many
 /// were written.
 pub(super) fn write_files<B: AsRef<[u8]>>(
     dir: &Path,
@@ -253,7 +253,7 @@ pub(super) fn write_files<B: AsRef<[u8]>>(
     if written.is_empty() {
         return Ok(0);
     }
-    sync_all(&written)?;
+    super::sync_files::sync_files(&written)?;
     File::open(dir)?.sync_all()?;
     Ok(written.len())
 }
@@ -275,26 +275,6 @@ fn open_private(path: &Path) -> std::io::Result<File> {
     }
     #[cfg(not(unix))]
     options.open(path)
-}
-
-/// Threads that sync a checkpoint's files together.
-const SYNC_THREADS: usize = 16;
-
-/// Syncs `files` from several threads at once: the file system commits
-/// concurrent syncs together, where one thread would wait for each in
-/// turn.
-fn sync_all(files: &[File]) -> std::io::Result<()> {
-    let chunk = files.len().div_ceil(SYNC_THREADS).max(1);
-    std::thread::scope(|scope| {
-        let syncs: Vec<_> = files
-            .chunks(chunk)
-            .map(|some| scope.spawn(move || some.iter().try_for_each(File::sync_all)))
-            .collect();
-        syncs.into_iter().try_for_each(|sync| {
-            sync.join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("a file sync panicked")))
-        })
-    })
 }
 
 /// What the checkpoint thread is told.
