@@ -108,6 +108,11 @@ impl Unwritten {
         }
     }
 
+    /// Whether a save may go on without waiting for a checkpoint now.
+    pub(super) fn has_room(&self, max: usize) -> bool {
+        self.lock().bytes <= max
+    }
+
     /// The bytes of JSON the unwritten versions take.
     #[cfg(test)]
     fn bytes(&self) -> usize {

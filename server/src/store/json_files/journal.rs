@@ -288,14 +288,26 @@ impl Journal {
 
     /// Empties file `index` durably (its records are all in synced
     /// conversation files). The active file is never emptied.
+    ///
+    /// Appends go on meanwhile: the lock is not held while the file is cut
+    /// and synced (appends may run on async workers, which must not wait
+    /// for a disk). The file is not active, and [`Journal::rotate`] makes it
+    /// active again only once its length reads 0, set after the sync.
     pub(super) fn empty(&self, index: usize) -> io::Result<()> {
-        let mut files = self.lock();
-        if index == files.active && files.lengths[index] > 0 {
-            return Err(io::Error::other("the active journal file is not emptied"));
-        }
-        files.files[index].set_len(0)?;
-        files.files[index].sync_all()?;
-        files.lengths[index] = 0;
+        let file = {
+            let files = self.lock();
+            if index == files.active {
+                // Saves append to it now: never cut. Empty, it is done.
+                return match files.lengths[index] {
+                    0 => Ok(()),
+                    _ => Err(io::Error::other("the active journal file is not emptied")),
+                };
+            }
+            files.files[index].try_clone()?
+        };
+        file.set_len(0)?;
+        file.sync_all()?;
+        self.lock().lengths[index] = 0;
         Ok(())
     }
 
