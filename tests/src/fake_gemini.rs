@@ -255,7 +255,8 @@ type Rules = dyn Fn(&GeminiCall) -> GeminiReply + Send + Sync;
 
 struct Shared {
     rules: Box<Rules>,
-    calls: Mutex<Vec<GeminiCall>>,
+    /// Every call, when kept (not in a benchmark: it would grow).
+    calls: Option<Mutex<Vec<GeminiCall>>>,
 }
 
 /// A running fake Gemini on a free loopback port.
@@ -271,9 +272,21 @@ impl FakeGemini {
     pub async fn start(
         rules: impl Fn(&GeminiCall) -> GeminiReply + Send + Sync + 'static,
     ) -> FakeGemini {
+        FakeGemini::serve(Box::new(rules), true).await
+    }
+
+    /// Starts a server that keeps no calls ([`FakeGemini::calls`] stays
+    /// empty), for load that would make the list grow without end.
+    pub async fn start_unrecorded(
+        rules: impl Fn(&GeminiCall) -> GeminiReply + Send + Sync + 'static,
+    ) -> FakeGemini {
+        FakeGemini::serve(Box::new(rules), false).await
+    }
+
+    async fn serve(rules: Box<Rules>, recorded: bool) -> FakeGemini {
         let shared = Arc::new(Shared {
-            rules: Box::new(rules),
-            calls: Mutex::new(Vec::new()),
+            rules,
+            calls: recorded.then(Mutex::default),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
         let addr = crate::fake_http::serve(app, "the fake Gemini").await;
@@ -295,8 +308,8 @@ impl FakeGemini {
     pub fn calls(&self) -> Vec<GeminiCall> {
         self.shared
             .calls
-            .lock()
-            .map(|c| c.clone())
+            .as_ref()
+            .and_then(|calls| calls.lock().ok().map(|c| c.clone()))
             .unwrap_or_default()
     }
 
@@ -336,7 +349,7 @@ async fn handle(
         return (StatusCode::BAD_REQUEST, "the body is not JSON").into_response();
     };
     let call = GeminiCall::parse(model, api_key, body);
-    if let Ok(mut calls) = shared.calls.lock() {
+    if let Some(Ok(mut calls)) = shared.calls.as_ref().map(Mutex::lock) {
         calls.push(call.clone());
     }
     let reply = if call.api_key.as_deref() == Some(FAKE_GEMINI_KEY) {
