@@ -152,24 +152,19 @@ async fn save_durably(
     conversation: Arc<Conversation>,
 ) -> Result<(), EngineError> {
     let (answer, answered) = tokio::sync::oneshot::channel();
-    let saved: Saved = Box::new(move |result| {
-        let _ = answer.send(result);
-    });
-    // On this worker when the store can start it without waiting, else
-    // on a storage thread.
-    let started = store.save_here(&conversation, saved).map(|saved| {
-        let store = store.clone();
-        threads().submit(move || store.save_then(&conversation, saved))
+    let store = store.clone();
+    let started = threads().submit(move || {
+        let saved: Saved = Box::new(move |result| {
+            let _ = answer.send(result);
+        });
+        store.save_then(&conversation, saved);
     });
     match answered.await {
         Ok(result) => Ok(result?),
         // The callback was dropped unanswered: the call stopped (a panic).
-        Err(_) => Err(EngineError::Internal(match started {
-            Some(started) => match started.await {
-                Ok(Err(stopped)) => stopped,
-                _ => "a save stopped without an answer".to_string(),
-            },
-            None => "a save stopped without an answer".to_string(),
+        Err(_) => Err(EngineError::Internal(match started.await {
+            Ok(Err(stopped)) => stopped,
+            _ => "a save stopped without an answer".to_string(),
         })),
     }
 }

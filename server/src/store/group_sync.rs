@@ -16,15 +16,9 @@
 //! callbacks left after its sync (no waiting thread to lead the next one)
 //! runs the next sync itself. Under the JSON store this spares a storage
 //! thread (and two context switches) per save that waits for a group.
-//!
-//! A writer on a thread that must never wait for a disk (an async
-//! worker) calls [`GroupSync::after_write_elsewhere`]: its callback is
-//! queued the same way, and when no sync runs it wakes a [`SyncThread`],
-//! which leads the sync instead of it. Under load a sync is nearly always
-//! running, so such a write costs no thread switch until its answer.
 
 use std::io;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Told once the sync covering a write ended: `Ok` or that sync's error.
 pub type Done = Box<dyn FnOnce(io::Result<()>) + Send>;
@@ -62,8 +56,6 @@ struct State {
     queued: Vec<(u64, Done)>,
     /// Syncs run so far.
     runs: u64,
-    /// A [`SyncThread`] was woken to lead and has not looked yet.
-    leader_asked: bool,
 }
 
 impl State {
@@ -140,30 +132,6 @@ impl<F: Fn() -> io::Result<()>> GroupSync<F> {
         }
     }
 
-    /// Queues `done` as [`GroupSync::after_write_then`] does, but never
-    /// syncs on this thread. `true` when no sync runs and no leader was
-    /// asked for yet: the caller then wakes the [`SyncThread`] (which runs
-    /// [`GroupSync::lead_if_behind`]).
-    pub fn after_write_elsewhere(&self, done: Done) -> bool {
-        let mut state = self.lock();
-        let ticket = state.ask();
-        state.queued.push((ticket, done));
-        let wake = !state.running && !state.leader_asked;
-        state.leader_asked |= wake;
-        wake
-    }
-
-    /// Runs the syncs that writes asked for and no thread runs (a running
-    /// leader, or a thread waiting to lead, covers them otherwise).
-    pub fn lead_if_behind(&self) {
-        let mut state = self.lock();
-        state.leader_asked = false;
-        if !state.running && state.synced < state.asked {
-            // The results went to the callbacks.
-            let _ = self.lead(state, false);
-        }
-    }
-
     /// Runs one sync for every ticket asked so far (`waits_here`: the
     /// leader's own ticket is a waiting thread's, not a callback), then the
     /// next ones while only callbacks wait for one.
@@ -226,37 +194,6 @@ impl<F: Fn() -> io::Result<()>> GroupSync<F> {
     /// How many syncs ran so far.
     pub fn runs(&self) -> u64 {
         self.lock().runs
-    }
-}
-
-/// A thread of its own that leads the syncs of writes made where no
-/// thread may wait ([`GroupSync::after_write_elsewhere`]). It stops when
-/// this is dropped.
-pub struct SyncThread {
-    wake: flume::Sender<()>,
-}
-
-impl SyncThread {
-    /// Starts the thread `name` for `group`.
-    pub fn start<F>(name: &str, group: Arc<GroupSync<F>>) -> io::Result<SyncThread>
-    where
-        F: Fn() -> io::Result<()> + Send + Sync + 'static,
-    {
-        // One wake pending is enough: the thread then covers every write.
-        let (wake, woken) = flume::bounded::<()>(1);
-        std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || {
-                while woken.recv().is_ok() {
-                    group.lead_if_behind();
-                }
-            })?;
-        Ok(SyncThread { wake })
-    }
-
-    /// Tells the thread a write waits for a sync.
-    pub fn wake(&self) {
-        let _ = self.wake.try_send(());
     }
 }
 
@@ -476,36 +413,30 @@ mod tests {
     }
 
     #[test]
-    fn waiting_threads_callbacks_and_writes_elsewhere_mixed_are_all_told_once() {
-        const WRITERS: usize = 9;
+    fn waiting_threads_and_callbacks_mixed_are_all_told_once() {
+        const WRITERS: usize = 8;
         const EACH: usize = 100;
         let syncs = Arc::new(AtomicUsize::new(0));
         let counted = syncs.clone();
-        let sync: TestSync = Box::new(move || {
+        let group = Arc::new(GroupSync::new(move || {
             counted.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(1));
             Ok(())
-        });
-        let group = Arc::new(GroupSync::new(sync));
-        let thread = Arc::new(SyncThread::start("test-sync", group.clone()).unwrap());
+        }));
         let (finished, done) = mpsc::channel();
         for writer in 0..WRITERS {
-            let (group, thread, finished) = (group.clone(), thread.clone(), finished.clone());
+            let (group, finished) = (group.clone(), finished.clone());
             std::thread::spawn(move || {
                 for n in 0..EACH {
-                    // The next write only once this one is told: a
-                    // callback left without a leader stops the writer.
-                    let (tell, told) = told();
-                    match (writer + n) % 3 {
-                        0 => tell(group.after_write()),
-                        1 => group.after_write_then(tell),
-                        _ => {
-                            if group.after_write_elsewhere(tell) {
-                                thread.wake();
-                            }
-                        }
+                    if (writer + n) % 2 == 0 {
+                        group.after_write().unwrap();
+                    } else {
+                        // The next write only once this one is told: a
+                        // callback left without a leader stops the writer.
+                        let (tell, told) = told();
+                        group.after_write_then(tell);
+                        assert_eq!(told.recv_timeout(Duration::from_secs(5)), Ok(Ok(())));
                     }
-                    assert_eq!(told.recv_timeout(Duration::from_secs(5)), Ok(Ok(())));
                 }
                 finished.send(()).unwrap();
             });
@@ -518,58 +449,6 @@ mod tests {
         assert!(state.queued.is_empty() && state.synced == state.asked);
         assert_eq!(state.asked, (WRITERS * EACH) as u64);
         assert!(syncs.load(Ordering::SeqCst) <= WRITERS * EACH);
-    }
-
-    #[test]
-    fn writes_elsewhere_wake_the_sync_thread_once_and_share_its_next_sync() {
-        let (group, entered, release, gate) = gated();
-        let thread = SyncThread::start("test-sync", group.clone()).unwrap();
-        let (first, first_told) = told();
-        assert!(group.after_write_elsewhere(first), "no sync runs: wake");
-        thread.wake();
-        entered
-            .recv_timeout(Duration::from_secs(5))
-            .expect("the thread syncs");
-        // Five writes during that sync: queued, nobody woken, this thread
-        // never waits.
-        let answers: Vec<_> = (0..5)
-            .map(|_| {
-                let (done, answer) = told();
-                assert!(!group.after_write_elsewhere(done), "a sync runs");
-                answer
-            })
-            .collect();
-        release.send(()).unwrap();
-        assert_eq!(first_told.recv().unwrap(), Ok(()));
-        // The thread goes on with a sync that began after the five.
-        entered
-            .recv_timeout(Duration::from_secs(5))
-            .expect("a second sync");
-        assert!(
-            answers.iter().all(|a| a.try_recv().is_err()),
-            "told too early"
-        );
-        gate.fail.store(true, Ordering::SeqCst);
-        release.send(()).unwrap();
-        for answer in answers {
-            let error = answer
-                .recv_timeout(Duration::from_secs(5))
-                .unwrap()
-                .unwrap_err();
-            assert!(error.contains("disk full"), "{error}");
-        }
-        assert_eq!(group.runs(), 2, "six writes, two syncs");
-        assert!(group.state.lock().unwrap().failed.is_empty());
-        // Idle again: the next write wakes the thread again.
-        gate.fail.store(false, Ordering::SeqCst);
-        let (later, later_told) = told();
-        assert!(group.after_write_elsewhere(later));
-        thread.wake();
-        entered
-            .recv_timeout(Duration::from_secs(5))
-            .expect("a third sync");
-        release.send(()).unwrap();
-        assert_eq!(later_told.recv_timeout(Duration::from_secs(5)), Ok(Ok(())));
     }
 
     #[test]

@@ -40,20 +40,18 @@ use std::sync::{Arc, Mutex};
 use asg_shared::Conversation;
 use uuid::Uuid;
 
-use super::group_sync::{GroupSync, SyncThread};
+use super::group_sync::GroupSync;
 use super::json_catalog::{Catalog, Entry, Trust};
 use checkpoint::{
     CHECKPOINT_BYTES, Checkpointer, Checkpoints, Latest, MAX_UNWRITTEN_BYTES, Unwritten,
 };
 use commit::Listing;
 use journal::Journal;
-use save_here::{quick_to_encode, start_sync_thread};
 
 mod checkpoint;
 mod commit;
 mod journal;
 mod replay;
-mod save_here;
 mod sync_files;
 use super::{
     Claim, Deadlines, ListPage, ListQuery, PendingPage, PendingQuery, Saved, Store, StoreError,
@@ -90,11 +88,7 @@ pub struct JsonFileStore {
     quarantined_journal: usize,
     journal: Arc<Journal>,
     /// The journal's fdatasync, shared by concurrent saves.
-    journal_sync: Arc<GroupSync<JournalSync>>,
-    /// Leads the syncs of saves appended on async workers
-    /// ([`Store::save_here`]); none when it could not start (saves then
-    /// go through storage threads).
-    sync_thread: Option<SyncThread>,
+    journal_sync: GroupSync<JournalSync>,
     /// The catalog, and the rows of saves not written to it yet: every
     /// read of the catalog goes through it.
     listing: Arc<Listing>,
@@ -151,15 +145,13 @@ impl JsonFileStore {
             unwritten.clone(),
             listing.clone(),
         ));
-        let journal_sync = Arc::new(GroupSync::new(sync));
         let store = JsonFileStore {
             dir,
             quarantine,
             quarantined: AtomicUsize::new(0),
             quarantined_journal: replayed.quarantined,
             journal,
-            sync_thread: start_sync_thread(&journal_sync),
-            journal_sync,
+            journal_sync: GroupSync::new(sync),
             listing,
             unwritten,
             checkpointer: match background {
@@ -464,31 +456,6 @@ impl Store for JsonFileStore {
             .after_write_then(Box::new(move |synced: std::io::Result<()>| {
                 saved(synced.map_err(|e| not_committed(id, &e)))
             }));
-    }
-
-    /// Appends the record here (an async worker) when that cannot wait:
-    /// room for it in memory, and a conversation small enough to encode
-    /// in a moment. Its sync is led by the sync thread, or by whichever
-    /// thread runs one already.
-    fn save_here(&self, conversation: &Arc<Conversation>, saved: Saved) -> Option<Saved> {
-        let Some(thread) = &self.sync_thread else {
-            return Some(saved);
-        };
-        if !self.unwritten.has_room(MAX_UNWRITTEN_BYTES) || !quick_to_encode(conversation) {
-            return Some(saved);
-        }
-        let id = conversation.id;
-        if let Err(error) = self.append(conversation) {
-            saved(Err(error));
-            return None;
-        }
-        let done = Box::new(move |synced: std::io::Result<()>| {
-            saved(synced.map_err(|e| not_committed(id, &e)))
-        });
-        if self.journal_sync.after_write_elsewhere(done) {
-            thread.wake();
-        }
-        None
     }
 
     fn quarantined(&self) -> usize {

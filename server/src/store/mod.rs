@@ -233,14 +233,6 @@ pub trait Store: Send + Sync + 'static {
     fn save_then(&self, conversation: &Arc<Conversation>, saved: Saved) {
         saved(self.save_shared(conversation))
     }
-    /// Starts [`Store::save_then`] on the calling thread, an async worker,
-    /// when the store can do so without waiting (no disk wait, no long
-    /// work): `None`, and `saved` is called from another thread once the
-    /// version is durable. Else `saved` is given back, for `save_then` on
-    /// a storage thread. By default always given back.
-    fn save_here(&self, _conversation: &Arc<Conversation>, saved: Saved) -> Option<Saved> {
-        Some(saved)
-    }
     /// How many unreadable files the store set aside since it was opened
     /// (reported by `GET /health`). Stores that never set files aside
     /// answer 0.

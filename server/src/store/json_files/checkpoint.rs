@@ -108,11 +108,6 @@ impl Unwritten {
         }
     }
 
-    /// Whether a save may go on without waiting for a checkpoint now.
-    pub(super) fn has_room(&self, max: usize) -> bool {
-        self.lock().bytes <= max
-    }
-
     /// The bytes of JSON the unwritten versions take.
     #[cfg(test)]
     fn bytes(&self) -> usize {

@@ -290,9 +290,9 @@ impl Journal {
     /// conversation files). The active file is never emptied.
     ///
     /// Appends go on meanwhile: the lock is not held while the file is cut
-    /// and synced (appends may run on async workers, which must not wait
-    /// for a disk). The file is not active, and [`Journal::rotate`] makes it
-    /// active again only once its length reads 0, set after the sync.
+    /// and synced (before, every save waited for that sync). The file is
+    /// not active, and [`Journal::rotate`] makes it active again only once
+    /// its length reads 0, set after the sync.
     pub(super) fn empty(&self, index: usize) -> io::Result<()> {
         let file = {
             let files = self.lock();
@@ -394,5 +394,34 @@ mod tests {
         assert_eq!(records(&contents), [(1, &b"first"[..]), (3, b"third")]);
         assert_eq!(contents.damaged, [(first.len(), second.len())]);
         assert!(contents.torn_tail.is_none());
+    }
+
+    /// Appends `payload` as the next record.
+    fn append(journal: &Journal, payload: &[u8]) {
+        let mut record = record_buffer(payload.len());
+        record.extend_from_slice(payload);
+        journal.append(&mut record, |_| ()).unwrap();
+    }
+
+    #[test]
+    fn emptying_cuts_the_retired_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        assert!(journal.empty(0).is_ok(), "the active file, empty: nothing to do");
+        append(&journal, b"retired");
+        let retired = journal.rotate(|| ());
+        assert_eq!(retired, 0);
+        append(&journal, b"active");
+        let error = journal.empty(1).unwrap_err();
+        assert!(error.to_string().contains("active"), "{error}");
+        journal.empty(retired).unwrap();
+        let [(_, first), (_, second)] = journal.read().unwrap();
+        assert!(records(&first).is_empty(), "the retired file is empty");
+        assert_eq!(records(&second), [(2, &b"active"[..])], "the active one is kept");
+        // Empty again, the retired file becomes active at the next rotation.
+        assert_eq!(journal.rotate(|| ()), 1);
+        append(&journal, b"next");
+        let [(_, first), _] = journal.read().unwrap();
+        assert_eq!(records(&first), [(3, &b"next"[..])]);
     }
 }
