@@ -407,7 +407,10 @@ mod tests {
     fn emptying_cuts_the_retired_file_only() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open(dir.path()).unwrap();
-        assert!(journal.empty(0).is_ok(), "the active file, empty: nothing to do");
+        assert!(
+            journal.empty(0).is_ok(),
+            "the active file, empty: nothing to do"
+        );
         append(&journal, b"retired");
         let retired = journal.rotate(|| ());
         assert_eq!(retired, 0);
@@ -417,7 +420,11 @@ mod tests {
         journal.empty(retired).unwrap();
         let [(_, first), (_, second)] = journal.read().unwrap();
         assert!(records(&first).is_empty(), "the retired file is empty");
-        assert_eq!(records(&second), [(2, &b"active"[..])], "the active one is kept");
+        assert_eq!(
+            records(&second),
+            [(2, &b"active"[..])],
+            "the active one is kept"
+        );
         // Empty again, the retired file becomes active at the next rotation.
         assert_eq!(journal.rotate(|| ()), 1);
         append(&journal, b"next");
