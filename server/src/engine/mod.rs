@@ -382,8 +382,10 @@ impl Engine {
         let task = self.inner.turns.spawn(
             async move {
                 let _place = place;
+                // The turn's future (about 30 KB) on the heap: inline, it
+                // made this task as large, copied at every move of it.
                 tokio::select! {
-                    outcome = start() => outcome,
+                    outcome = Box::pin(start()) => outcome,
                     () = abort.cancelled() => Err(EngineError::ShuttingDown),
                 }
             }
