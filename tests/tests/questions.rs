@@ -256,10 +256,20 @@ async fn an_unanswered_question_expires_and_the_model_is_told() {
     let (_, asked) = agent.say_new("deploy").await;
     let id = conversation_id(&asked);
     let uuid = question_uuid(&asked);
-    let conversation = poll("the question expires", Duration::from_secs(15), || async {
-        let conversation = agent.conversation(&id).await;
-        (conversation["status"] == "active").then_some(conversation)
-    })
+    // The expiry records the tool's result (the conversation is active
+    // again), then the model's reply follows: wait for that reply.
+    let conversation = poll(
+        "the model answers the expiry",
+        Duration::from_secs(15),
+        || async {
+            let conversation = agent.conversation(&id).await;
+            let replied = conversation["messages"]
+                .as_array()
+                .and_then(|messages| messages.last())
+                .is_some_and(|last| last["role"] == "assistant");
+            (conversation["status"] == "active" && replied).then_some(conversation)
+        },
+    )
     .await;
     let last = conversation["messages"]
         .as_array()
