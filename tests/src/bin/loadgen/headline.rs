@@ -3,7 +3,7 @@
 //! measured: work | ours | anchor | ratio | goal | load average.
 //!
 //! The rows: the full turn (scripted model; its anchors, Google ADK and
-//! ADK-Rust, are not run here), A2A `message/send` beside the a2a-sdk echo
+//! ADK-Rust, need PyPI and crates.io: `scripts/bench-adk.sh`), A2A `message/send` beside the a2a-sdk echo
 //! server, `GET /conversations/{id}` beside the axum hello-world, the web
 //! chat bundle, and three rows (threads, RSS, answers) per overload phase.
 
@@ -119,7 +119,7 @@ impl Headline {
                 self.turn.result.clients
             ),
             ours: rate_p99(&self.turn),
-            anchor: "not run here (Google ADK api_server, ADK-Rust)".into(),
+            anchor: "scripts/bench-adk.sh (Google ADK api_server, ADK-Rust)".into(),
             ratio: NONE.into(),
             goal: "≥ 40× ADK api_server; ≥ 1× ADK-Rust",
             load: self.turn.load_text(),
