@@ -133,7 +133,7 @@ if wanted adk-rust; then
   started $ADK_RUST_PORT /api/health
   seq 0 $((ADK_RUST_SESSIONS - 1)) | xargs -P4 -I@ curl -sf -X POST -H 'content-type: application/json' \
     -d '{}' "http://127.0.0.1:$ADK_RUST_PORT/api/apps/resources/users/u/sessions/s@" -o /dev/null
-  ADK_RUST_LINE=$(SESSIONS=$ADK_RUST_SESSIONS measure "ADK-Rust 2.3.0 adk-server" "$ADK_RUST" scripts/adk-rust/run.lua "http://127.0.0.1:$ADK_RUST_PORT")
+  ADK_RUST_LINE=$(RUN_API=adk-rust SESSIONS=$ADK_RUST_SESSIONS measure "ADK-Rust 2.3.0 adk-server" "$ADK_RUST" scripts/adk/run.lua "http://127.0.0.1:$ADK_RUST_PORT")
   echo "$ADK_RUST_LINE"
   kill -9 "$ADK_RUST"
 fi
