@@ -13,8 +13,10 @@ use std::sync::{Arc, Mutex as StdMutex, OnceLock, RwLock};
 
 use asg_shared::Conversation;
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use tokio::sync::{Mutex, OwnedMutexGuard, broadcast, mpsc};
+use tokio::sync::{Mutex, OwnedMutexGuard, broadcast};
 use uuid::Uuid;
+
+use super::saved_feed;
 
 /// Events buffered per conversation for slow subscribers.
 const EVENT_CAPACITY: usize = 256;
@@ -252,9 +254,9 @@ fn changes(previous: &Conversation, current: &Conversation) -> Vec<Change> {
 pub(crate) struct Inbox {
     local: broadcast::Sender<InboxEvent>,
     clients: broadcast::Sender<InboxEvent>,
-    /// Every version saved here, to each follower (A2A push): never
-    /// dropped, whatever the follower's pace.
-    saved: Arc<StdMutex<Vec<mpsc::UnboundedSender<Arc<Conversation>>>>>,
+    /// The versions saved here, to each follower (A2A push), bounded
+    /// whatever the follower's pace (`saved_feed.rs`).
+    saved: Arc<StdMutex<Vec<saved_feed::Follower>>>,
 }
 
 impl Default for Inbox {
@@ -276,7 +278,10 @@ impl Inbox {
     /// A version saved here: to the followers still there.
     fn saved_here(&self, conversation: &Arc<Conversation>) {
         let mut followers = self.saved.lock().unwrap_or_else(|p| p.into_inner());
-        followers.retain(|follower| follower.send(conversation.clone()).is_ok());
+        followers.retain(saved_feed::Follower::is_followed);
+        for follower in followers.iter() {
+            follower.saved(conversation);
+        }
     }
 
     /// A change made here: to everybody.
@@ -358,16 +363,16 @@ impl ConversationIndex {
         self.inbox.local.subscribe()
     }
 
-    /// Every version this process saves from now on (not those it reads
-    /// from another replica).
-    pub(crate) fn subscribe_saved(&self) -> mpsc::UnboundedReceiver<Arc<Conversation>> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    /// The versions this process saves from now on (not those it reads
+    /// from another replica) that `classify` wants.
+    pub(crate) fn subscribe_saved(&self, classify: saved_feed::Classify) -> saved_feed::SavedFeed {
+        let (follower, feed) = saved_feed::feed(classify);
         self.inbox
             .saved
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(sender);
-        receiver
+            .push(follower);
+        feed
     }
 
     /// The operator inbox (to tell it of what is not saved: a question

@@ -35,6 +35,7 @@ mod read_cache;
 mod reconcile;
 mod replicas;
 mod run;
+pub mod saved_feed;
 mod store_call;
 pub use store_call::configure as configure_storage_threads;
 mod tree;
@@ -460,13 +461,15 @@ impl Engine {
         self.inner.index.subscribe_local_inbox()
     }
 
-    /// Every version of a conversation this process saves from now on
+    /// The versions of conversations this process saves from now on
     /// (its turns, decisions, cancels, expiries, recoveries: each under
-    /// the conversation's claim), in order, for the agent's own notifiers
-    /// (A2A push: the replica that changes a task notifies it). Never
-    /// lags; not what other replicas save.
-    pub fn saved_here(&self) -> tokio::sync::mpsc::UnboundedReceiver<Arc<Conversation>> {
-        self.inner.index.subscribe_saved()
+    /// the conversation's claim) that `classify` wants, in order, for the
+    /// agent's own notifiers (A2A push: the replica that changes a task
+    /// notifies it); not what other replicas save. Bounded: a follower
+    /// that falls behind gets a conversation's newest version of a kind
+    /// in place of the older one waiting (`saved_feed.rs`).
+    pub fn saved_here(&self, classify: saved_feed::Classify) -> saved_feed::SavedFeed {
+        self.inner.index.subscribe_saved(classify)
     }
 
     /// The tool registry.

@@ -30,11 +30,11 @@ use std::sync::{Arc, Mutex};
 
 use asg_shared::Conversation;
 use asg_shared::a2a::{NOTIFY_AS_V1, PushNotificationConfig, Task, TaskState, v1};
-use tokio::sync::mpsc::UnboundedReceiver;
 use uuid::Uuid;
 
 use crate::a2a::mapping;
 use crate::engine::Engine;
+use crate::engine::saved_feed::SavedFeed;
 use crate::notify::deliver::{Deliveries, Outgoing, shown};
 use crate::notify::{A2aPushConfig, ssrf};
 use outbox::Outbox;
@@ -62,7 +62,7 @@ struct Inner {
     outbox: Outbox,
     /// The versions this process saves, from the build on; taken by
     /// [`PushService::start`].
-    saved: Mutex<Option<UnboundedReceiver<Arc<Conversation>>>>,
+    saved: Mutex<Option<SavedFeed>>,
     /// With PostgreSQL, the `data_dir` whose `a2a-push.json` (from before
     /// the configs moved to the database) `start` imports.
     import_from: Option<std::path::PathBuf>,
@@ -209,7 +209,10 @@ impl PushService {
                 )
             })?)),
         };
-        let saved = engine.saved_here();
+        let saved = engine.saved_here(Box::new(|conversation: &Conversation| {
+            let state = mapping::task_state(conversation);
+            notable(state).then_some(state.as_str())
+        }));
         Ok(PushService {
             inner: Arc::new(Inner {
                 engine,
@@ -394,12 +397,12 @@ impl PushService {
 
     /// Notifies the versions this process saves, in order, until shutdown
     /// (what was saved before it started is still looked at).
-    async fn dispatch(self, mut saved: UnboundedReceiver<Arc<Conversation>>) {
+    async fn dispatch(self, saved: SavedFeed) {
         loop {
             let next = tokio::select! {
                 biased;
-                next = saved.recv() => next,
-                () = self.inner.deliveries.closing() => saved.try_recv().ok(),
+                next = saved.next() => Some(next),
+                () = self.inner.deliveries.closing() => saved.try_next(),
             };
             let Some(conversation) = next else {
                 return;

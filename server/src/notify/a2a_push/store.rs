@@ -105,6 +105,8 @@ impl PushStore {
         next: &Notified,
     ) -> Result<Option<TaskPush>, String> {
         match self {
+            // Most tasks have no configs: known from memory, no write.
+            PushStore::File(file) if !file.has_configs(task) => Ok(None),
             PushStore::File(file) => {
                 let (file, next) = (file.clone(), next.clone());
                 blocking(move || file.mark_notified(task, &next)).await
@@ -188,6 +190,11 @@ impl FilePushStore {
         let result = change(&mut entry)?;
         self.replace(&mut tasks, task, entry)?;
         Ok(result)
+    }
+
+    /// Whether `task` has an entry (configs, or the mark of what was sent).
+    pub fn has_configs(&self, task: Uuid) -> bool {
+        self.lock().contains_key(&task)
     }
 
     /// [`PushStore::mark_notified`] on the file.
