@@ -235,11 +235,11 @@ mod tests {
         assert!(feed.len() <= 2 * MAX_WAITING, "{} waiting", feed.len());
         let seen = drain(&feed);
         assert_eq!(
-            seen.iter().filter(|(id, _)| *id == a).last(),
+            seen.iter().rfind(|(id, _)| *id == a),
             Some(&(a, 10_000 % 7 + 1)),
             "the newest version is the last one seen: {seen:?}"
         );
-        assert_eq!(seen.iter().filter(|(id, _)| *id == b).last(), Some(&(b, 1)));
+        assert_eq!(seen.iter().rfind(|(id, _)| *id == b), Some(&(b, 1)));
         follower.saved(&version(a, 1));
         assert_eq!(drain(&feed), [(a, 1)], "positions stay right after a drain");
     }
