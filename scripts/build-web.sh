@@ -136,11 +136,12 @@ printf '    %s: %d bytes (%d KiB), gzipped %d bytes (%d KiB)\n' \
 # The size budget of the chat bundle: the gzipped .wasm may not grow past
 # this (KiB). 359 KiB before the size work of issue 25, about 315 KiB
 # after it; the goal there is 200 KiB, not reached yet. Raised from 330
-# to 340 for the question cards of issue 21 (the answer forms: 334 KiB).
+# to 340 for the question cards of issue 21 (the answer forms: 334 KiB);
+# 338 once the approval lists shared one sort (337 KiB).
 # Lower it as the bundle shrinks; raise it only on purpose, with the
 # reason in the commit. web/README.md ("Bundle size") says where the bytes go and how
 # to look (twiggy).
-GZIP_BUDGET_KIB=340
+GZIP_BUDGET_KIB=338
 if [ "$GZIPPED" -gt $((GZIP_BUDGET_KIB * 1024)) ]; then
   printf '\nERROR: the chat bundle is %d KiB gzipped, over its budget of %d KiB (GZIP_BUDGET_KIB in %s)\n' \
     $((GZIPPED / 1024)) "$GZIP_BUDGET_KIB" "$0" >&2

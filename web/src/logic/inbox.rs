@@ -95,7 +95,7 @@ pub fn apply_inbox_event(
     match event {
         InboxEvent::Pending { approvals: fresh } => {
             *approvals = fresh;
-            approvals.sort_by_key(|a| a.created_at);
+            oldest_first(approvals);
             for summary in conversations.iter_mut() {
                 let mine = of_conversation(approvals, summary.id);
                 set_summary_pending(summary, mine);
@@ -143,13 +143,20 @@ pub fn apply_inbox_event(
     }
 }
 
+/// Sorts approvals oldest first (stable). The one sort of approvals in
+/// the chat: each closure passed to `sort_by_key` compiles its own copy
+/// of the sort into the bundle.
+pub fn oldest_first(approvals: &mut [PendingApproval]) {
+    approvals.sort_by_key(|a| a.created_at);
+}
+
 /// Adds `approval` to the pending list (once), oldest first.
 fn add_approval(approvals: &mut Vec<PendingApproval>, approval: PendingApproval) {
     match approvals.iter_mut().find(|a| a.uuid == approval.uuid) {
         Some(listed) => *listed = approval,
         None => {
             approvals.push(approval);
-            approvals.sort_by_key(|a| a.created_at);
+            oldest_first(approvals);
         }
     }
 }

@@ -185,7 +185,7 @@ impl ApprovalPages {
 
     /// Everything read, oldest first.
     pub fn finish(mut self) -> Vec<PendingApproval> {
-        self.approvals.sort_by_key(|a| a.created_at);
+        super::inbox::oldest_first(&mut self.approvals);
         self.approvals
     }
 }
