@@ -2,10 +2,13 @@
 //! a conversation: the engine hands out the same `Arc` until the next
 //! save, so a body made for that `Arc` answers every GET of it (a moka
 //! cache bounded by the bodies' bytes). A version is recognised by
-//! pointer: the cache holds the `Arc` it was made for, so the address
-//! cannot be reused while the body is kept.
+//! pointer: the cache holds a `Weak` of the `Arc` it was made for, which
+//! keeps the address from being reused while the body is kept but not
+//! the conversation itself: an old version, or one the read cache let
+//! go, is freed at once rather than held beside its body, outside the
+//! bytes the cache counts.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use asg_shared::Conversation;
 use axum::body::{Body, Bytes};
@@ -19,7 +22,7 @@ use super::logging::ConversationTag;
 /// Bodies of recently read conversations.
 #[derive(Clone)]
 pub struct RenderedBodies {
-    cache: Cache<Uuid, Arc<(Arc<Conversation>, Bytes)>>,
+    cache: Cache<Uuid, Arc<(Weak<Conversation>, Bytes)>>,
 }
 
 impl Default for RenderedBodies {
@@ -43,7 +46,7 @@ impl RenderedBodies {
         RenderedBodies {
             cache: Cache::builder()
                 .max_capacity(max_bytes)
-                .weigher(|_, kept: &Arc<(Arc<Conversation>, Bytes)>| {
+                .weigher(|_, kept: &Arc<(Weak<Conversation>, Bytes)>| {
                     u32::try_from(kept.1.len()).unwrap_or(u32::MAX)
                 })
                 .build(),
@@ -54,7 +57,7 @@ impl RenderedBodies {
     /// it is kept.
     pub fn body(&self, conversation: &Arc<Conversation>) -> Result<Bytes, serde_json::Error> {
         if let Some(kept) = self.cache.get(&conversation.id)
-            && Arc::ptr_eq(&kept.0, conversation)
+            && std::ptr::eq(kept.0.as_ptr(), Arc::as_ptr(conversation))
         {
             return Ok(kept.1.clone());
         }
@@ -65,7 +68,7 @@ impl RenderedBodies {
         let body = Bytes::from(serde_json::to_vec(&Shown { conversation })?);
         self.cache.insert(
             conversation.id,
-            Arc::new((conversation.clone(), body.clone())),
+            Arc::new((Arc::downgrade(conversation), body.clone())),
         );
         Ok(body)
     }
@@ -124,6 +127,32 @@ mod tests {
         let same_as_reference =
             serde_json::to_value(serde_json::json!({"conversation": &*changed})).unwrap();
         assert_eq!(shown, same_as_reference);
+    }
+
+    #[test]
+    fn a_kept_body_does_not_keep_its_conversation() {
+        let bodies = RenderedBodies::default();
+        let conversation = Arc::new(fixtures::conversation());
+        let body = bodies.body(&conversation).unwrap();
+        assert_eq!(
+            Arc::strong_count(&conversation),
+            1,
+            "the cache holds no strong reference"
+        );
+        let again = bodies.body(&conversation).unwrap();
+        assert_eq!(body.as_ptr(), again.as_ptr(), "still recognised");
+        let id = conversation.id;
+        drop(conversation);
+        let later = Arc::new(Conversation {
+            id,
+            ..fixtures::conversation()
+        });
+        let fresh = bodies.body(&later).unwrap();
+        assert_ne!(
+            body.as_ptr(),
+            fresh.as_ptr(),
+            "another Arc of the same id is another version"
+        );
     }
 
     #[test]
