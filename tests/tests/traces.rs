@@ -109,12 +109,17 @@ async fn one_trace_spans_the_caller_agent_a_sub_agent_b_and_its_mcp_tool() {
 
     let spans = receiver
         .wait_for("spans of A and B with B's tool call", |spans| {
+            // Each agent exports in its own batches: B's request span ends
+            // after its children and may come in a later one than A's.
             spans
                 .iter()
                 .any(|s| s.name == "execute_tool resources_list")
                 && spans
                     .iter()
                     .any(|s| s.service == "delegator" && s.name == "POST /conversations")
+                && spans
+                    .iter()
+                    .any(|s| s.service == "resource-agent" && s.kind == 2 && s.name == "POST /a2a")
         })
         .await;
     let ours: Vec<&ReceivedSpan> = spans.iter().filter(|s| s.trace_id == TRACE).collect();
