@@ -597,12 +597,12 @@ pub(crate) async fn message_send(call: &Call, params: Option<Value>) -> Answer {
     let (conversation, not_processed) =
         settled(engine, execute(engine, &call.ctx, action).await).await?;
     let context = context.unwrap_or_else(|| mapping::context_of(&conversation));
-    let may_configure = engine
-        .authorized(conversation.id, &call.ctx, Command::ManagePush)
-        .await
-        .is_ok();
+    // Asked only when the message brought a push config.
     if let (Some(config), Ok(service)) = (request.push, push::service(&call))
-        && may_configure
+        && engine
+            .authorized(conversation.id, &call.ctx, Command::ManagePush)
+            .await
+            .is_ok()
     {
         service
             .set(conversation.id, &context, config)
