@@ -117,13 +117,14 @@ pub async fn run(
     mut inv: Invocation<'_>,
     rec: &mut dyn Recorder,
 ) -> Result<NodeOutcome, EngineError> {
-    let mut tools: Vec<ToolSpec> = inner.catalog.current().offered(&inv.node.tools);
+    let mut offered: Vec<ToolSpec> = inner.catalog.current().offered(&inv.node.tools);
     if inv.exit_loop {
-        tools.push(exit_loop_spec());
+        offered.push(exit_loop_spec());
     }
     if inv.node.ask_human {
-        tools.push(ask_human_spec());
+        offered.push(ask_human_spec());
     }
+    let tools: std::sync::Arc<[ToolSpec]> = offered.into();
     let gate = inv.gate.clone();
     let mut run = NodeRun {
         step: Step {
@@ -227,14 +228,14 @@ impl NodeRun<'_, '_> {
 
     /// The next model request: the history before the node, the node's
     /// messages so far, fitted to the history budget.
-    fn request(&self, tools: &[ToolSpec]) -> LlmRequest {
+    fn request(&self, tools: &std::sync::Arc<[ToolSpec]>) -> LlmRequest {
         let mut messages = self.inv.base.clone();
         messages.extend(history::to_llm_messages(&self.inv.own));
         LlmRequest {
             node: self.step.node.name.clone(),
             system: self.inv.system.clone(),
             messages: history::fit(messages, &self.step.inner.limits.history),
-            tools: tools.to_vec(),
+            tools: tools.clone(),
         }
     }
 

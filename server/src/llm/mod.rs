@@ -75,8 +75,9 @@ pub struct LlmRequest {
     /// History, oldest first. Consecutive tool results follow the assistant
     /// message that requested them.
     pub messages: Vec<LlmMessage>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call (shared by every request of a node's run,
+    /// not copied for each).
+    pub tools: std::sync::Arc<[ToolSpec]>,
 }
 
 /// The model's answer: text, tool calls, or both.

@@ -46,7 +46,8 @@ fn request(messages: Vec<LlmMessage>) -> LlmRequest {
                 description: "Lists resources.".into(),
                 input_schema: json!({}),
             },
-        ],
+        ]
+        .into(),
     }
 }
 

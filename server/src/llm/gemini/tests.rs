@@ -48,7 +48,8 @@ fn request(messages: Vec<LlmMessage>) -> LlmRequest {
                 description: "Lists resources.".into(),
                 input_schema: json!({"type": "object", "properties": {}}),
             },
-        ],
+        ]
+        .into(),
     }
 }
 

@@ -36,7 +36,8 @@ fn request(messages: Vec<LlmMessage>) -> LlmRequest {
             name: "resources_add".into(),
             description: "Adds a resource.".into(),
             input_schema: json!({"type": "object", "properties": {"name": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
     }
 }
 

@@ -24,7 +24,7 @@ fn request(messages: Vec<LlmMessage>) -> LlmRequest {
         node: "root".into(),
         system: "sys".into(),
         messages,
-        tools: vec![],
+        tools: vec![].into(),
     }
 }
 
