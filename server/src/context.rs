@@ -48,10 +48,9 @@ impl RequestContext {
     }
 }
 
-/// Generates an 8-hex-char session id from the OS CSPRNG.
+/// Generates an 8-hex-char session id (rand's thread-local CSPRNG).
 pub fn new_session_id() -> String {
-    let bytes: [u8; 4] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    format!("{:08x}", rand::random::<u32>())
 }
 
 /// True when `id` is acceptable as an incoming session id: 1 to 64 chars of

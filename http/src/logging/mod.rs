@@ -9,6 +9,7 @@
 //! (they would prefix every line); their fields are in JSON lines.
 
 mod batched;
+mod text;
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -127,7 +128,9 @@ where
             let no_trace_spans =
                 filter_fn(|meta| !(meta.is_span() && meta.target() == SPAN_TARGET))
                     .with_max_level_hint(LevelFilter::TRACE);
-            let text = lines.with_filter(AskEveryTime(filter.and(no_trace_spans)));
+            let text = lines
+                .event_format(text::TextLines::default())
+                .with_filter(AskEveryTime(filter.and(no_trace_spans)));
             subscriber.with(text).init();
         }
         LogFormat::Json => {

@@ -56,6 +56,11 @@ pub fn traceparent() -> Option<String> {
 /// Makes the caller's trace (incoming `traceparent`) the parent of
 /// `span`, which must not have been entered yet.
 pub fn set_parent_from(span: &tracing::Span, headers: &HeaderMap) {
+    // The W3C propagator reads `traceparent` (and `tracestate` with it):
+    // without one there is no parent, and no global lookup per request.
+    if !headers.contains_key("traceparent") {
+        return;
+    }
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&ReadHeaders(headers))
     });
