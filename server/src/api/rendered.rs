@@ -1,7 +1,7 @@
 //! The body of `GET /conversations/{id}`, serialized once per version of
 //! a conversation: the engine hands out the same `Arc` until the next
-//! save, so a body made for that `Arc` answers every GET of it (a moka
-//! cache bounded by the bodies' bytes). A version is recognised by
+//! save, so a body made for that `Arc` answers every GET of it (a
+//! `quick_cache` cache bounded by the bodies' bytes). A version is recognised by
 //! pointer: the cache holds a `Weak` of the `Arc` it was made for, which
 //! keeps the address from being reused while the body is kept but not
 //! the conversation itself: an old version, or one the read cache let
@@ -14,7 +14,8 @@ use asg_shared::Conversation;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use moka::sync::Cache;
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
 use uuid::Uuid;
 
 use super::logging::ConversationTag;
@@ -22,7 +23,20 @@ use super::logging::ConversationTag;
 /// Bodies of recently read conversations.
 #[derive(Clone)]
 pub struct RenderedBodies {
-    cache: Cache<Uuid, Arc<(Weak<Conversation>, Bytes)>>,
+    cache: Arc<Cache<Uuid, Kept, BodyBytes>>,
+}
+
+/// A body and the version it was made for.
+type Kept = Arc<(Weak<Conversation>, Bytes)>;
+
+/// Weighs a kept body by its bytes.
+#[derive(Clone)]
+struct BodyBytes;
+
+impl Weighter<Uuid, Kept> for BodyBytes {
+    fn weight(&self, _: &Uuid, kept: &Kept) -> u64 {
+        kept.1.len() as u64
+    }
 }
 
 impl Default for RenderedBodies {
@@ -44,12 +58,11 @@ impl RenderedBodies {
     /// Keeps about `max_bytes` of bodies.
     pub fn new(max_bytes: u64) -> RenderedBodies {
         RenderedBodies {
-            cache: Cache::builder()
-                .max_capacity(max_bytes)
-                .weigher(|_, kept: &Arc<(Weak<Conversation>, Bytes)>| {
-                    u32::try_from(kept.1.len()).unwrap_or(u32::MAX)
-                })
-                .build(),
+            cache: Arc::new(Cache::with_weighter(
+                crate::engine::estimated_items(max_bytes),
+                max_bytes,
+                BodyBytes,
+            )),
         }
     }
 
@@ -160,15 +173,11 @@ mod tests {
         let conversation = Arc::new(fixtures::conversation());
         let none = RenderedBodies::beside_read_cache(0);
         let first = none.body(&conversation).unwrap();
-        none.cache.run_pending_tasks();
         let again = none.body(&conversation).unwrap();
         assert_ne!(first.as_ptr(), again.as_ptr(), "a body kept with no room");
         assert_eq!(
-            RenderedBodies::beside_read_cache(32 << 20)
-                .cache
-                .policy()
-                .max_capacity(),
-            Some(16 << 20)
+            RenderedBodies::beside_read_cache(32 << 20).cache.capacity(),
+            16 << 20
         );
     }
 }

@@ -32,6 +32,7 @@ mod pause;
 pub mod pin;
 mod question;
 mod read_cache;
+pub(crate) use read_cache::estimated_items;
 mod reconcile;
 mod replicas;
 mod run;

@@ -1,8 +1,8 @@
 //! Conversations read recently, kept in memory so that reading one again
 //! (`GET /conversations/{id}`, an A2A `tasks/get`) needs no file or
-//! database read: a `moka` cache bounded by an estimate of the bytes the
-//! conversations take (`limits.read_cache_bytes`), least recently used
-//! out first.
+//! database read: a `quick_cache` cache bounded by an estimate of the
+//! bytes the conversations take (`limits.read_cache_bytes`), the ones
+//! read least out first (CLOCK-Pro).
 //!
 //! It never answers with a version older than one this process saved or
 //! was told of: every save here and every change another replica
@@ -19,7 +19,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use asg_shared::Conversation;
-use moka::sync::Cache;
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
 use uuid::Uuid;
 
 /// Stripes of the change counters (a change blocks the keeping of reads
@@ -28,7 +29,7 @@ const STRIPES: usize = 64;
 
 /// The cache and its change counters.
 pub(crate) struct ReadCache {
-    cache: Cache<Uuid, Arc<Conversation>>,
+    cache: Cache<Uuid, Arc<Conversation>, ByWeight>,
     changes: Vec<Mutex<u64>>,
 }
 
@@ -43,10 +44,7 @@ impl ReadCache {
     /// A cache holding about `max_bytes` of conversations (0: none).
     pub(crate) fn new(max_bytes: u64) -> ReadCache {
         ReadCache {
-            cache: Cache::builder()
-                .max_capacity(max_bytes)
-                .weigher(|_, conversation: &Arc<Conversation>| weight(conversation))
-                .build(),
+            cache: Cache::with_weighter(estimated_items(max_bytes), max_bytes, ByWeight),
             changes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
         }
     }
@@ -81,13 +79,31 @@ impl ReadCache {
     pub(crate) fn forget(&self, id: Uuid) {
         let mut changes = self.lock(stripe(id));
         *changes += 1;
-        self.cache.invalidate(&id);
+        self.cache.remove(&id);
     }
 
     fn lock(&self, stripe: usize) -> std::sync::MutexGuard<'_, u64> {
         self.changes[stripe]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How many conversations `max_bytes` holds, for the cache's table
+/// (a few KiB each; at least one).
+pub(crate) fn estimated_items(max_bytes: u64) -> usize {
+    usize::try_from(max_bytes / 4096)
+        .unwrap_or(usize::MAX)
+        .max(1)
+}
+
+/// Weighs a conversation by [`weight`].
+#[derive(Clone)]
+struct ByWeight;
+
+impl Weighter<Uuid, Arc<Conversation>> for ByWeight {
+    fn weight(&self, _: &Uuid, conversation: &Arc<Conversation>) -> u64 {
+        weight(conversation).into()
     }
 }
 
@@ -160,8 +176,7 @@ mod tests {
             let id = fixtures::uuid();
             cache.offer(cache.ticket(id), version(id, &big));
         }
-        cache.cache.run_pending_tasks();
-        let kept = cache.cache.entry_count();
+        let kept = cache.cache.len();
         assert!(
             (1..=8).contains(&kept),
             "{kept} conversations of 8 KiB kept in 64 KiB"
