@@ -147,7 +147,9 @@ async fn run_call(
             Some(text) => text.to_string(),
             None => Value::Object(arguments).to_string(),
         };
-        return delegation(name, inner.agents.send(agent, &text, None, None, ctx).await);
+        // Boxed, as the tool call below: see there.
+        let sent = Box::pin(inner.agents.send(agent, &text, None, None, ctx)).await;
+        return delegation(name, sent);
     }
     if kind != Some(ToolKind::Mcp) {
         // Unknown here; the registry says whether a server that is down
@@ -159,9 +161,11 @@ async fn run_call(
     let asks = asker
         .clone()
         .map(|a| a as std::sync::Arc<dyn crate::mcp::Asker>);
-    let called = (inner.tools)
-        .call_asking(name, arguments, ctx.bearer.as_ref(), asks)
-        .await;
+    // Boxed: the MCP call's future (rmcp's, about 12 KiB) would
+    // otherwise sit inside every turn's future, copied whole each time
+    // a turn is started or awaited into place, tool call or not.
+    let called =
+        Box::pin((inner.tools).call_asking(name, arguments, ctx.bearer.as_ref(), asks)).await;
     if let Some(asker) = asker {
         asker.finish();
         if let Some(interrupted) = asker.interruption() {

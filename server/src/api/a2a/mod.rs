@@ -604,8 +604,9 @@ pub(crate) async fn message_send(call: &Call, params: Option<Value>) -> Answer {
             .await
             .is_ok()
     {
-        service
-            .set(conversation.id, &context, config)
+        // Boxed: the store's future (about 9 KiB) would size every
+        // message/send's future, copied at each send.
+        Box::pin(service.set(conversation.id, &context, config))
             .await
             .map_err(push::refused)?;
     }
