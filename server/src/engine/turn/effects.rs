@@ -54,9 +54,12 @@ impl Turn<'_> {
                         effects.push_front(effect);
                     }
                 }
-                Effect::Run { text } => return self.run_tree(text).await,
-                Effect::Continue => return self.run_simple().await,
-                Effect::Resume(state) => return self.resume_pipeline(&state).await,
+                // The runs that follow are boxed: inline, the largest of
+                // them (a pipeline's) made every turn's future as large,
+                // a simple message's too.
+                Effect::Run { text } => return Box::pin(self.run_tree(text)).await,
+                Effect::Continue => return Box::pin(self.run_simple()).await,
+                Effect::Resume(state) => return Box::pin(self.resume_pipeline(&state)).await,
                 Effect::Reply(text) => return Ok(self.outcome(text)),
             }
         }

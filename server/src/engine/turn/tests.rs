@@ -87,3 +87,41 @@ async fn the_decision_line_is_durable_before_the_outcome_line() {
     assert!(stored.pending().is_empty());
     engine.shutdown(std::time::Duration::from_secs(5)).await;
 }
+
+/// Largest a turn's future may be in a test build. A turn's future is
+/// made once per request and moved into its task; every byte of it is
+/// copied there, and its parts (a pipeline's run, a tool call through
+/// rmcp) made it 30 KiB before they were boxed; about 12 KiB now, most
+/// of it the turn's working copy of the conversation and the decided
+/// call's state.
+const MAX_TURN_FUTURE_BYTES: usize = 16 * 1024;
+
+#[tokio::test]
+async fn a_turns_future_stays_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let audit = AuditLog::open(logs.path()).unwrap();
+    let (engine, _store, pending) = waiting_engine(dir.path(), audit).await;
+    let inner = engine.inner.clone();
+    let ctx = RequestContext::default();
+    let slot = inner.slot(pending.conversation_id).await.unwrap();
+    let create = super::super::create_turn(inner.clone(), ctx.clone(), Some("hi".into()));
+    let send = super::super::send_turn(inner.clone(), slot.clone(), ctx.clone(), "hi".into());
+    let request = super::super::DecisionRequest {
+        uuid: pending.uuid,
+        approve: true,
+        reason: None,
+        choice: Default::default(),
+    };
+    let decide = super::super::decision_turn(inner, slot, ctx, request);
+    let sizes = [
+        ("create", std::mem::size_of_val(&create)),
+        ("send", std::mem::size_of_val(&send)),
+        ("decide", std::mem::size_of_val(&decide)),
+    ];
+    assert!(
+        sizes.iter().all(|(_, size)| *size <= MAX_TURN_FUTURE_BYTES),
+        "a turn's future takes more than {MAX_TURN_FUTURE_BYTES} bytes: {sizes:?}; box the part that grew"
+    );
+    engine.shutdown(std::time::Duration::from_secs(5)).await;
+}
