@@ -239,7 +239,7 @@ fn interrupted_call(pending: &PendingApproval, now: DateTime<Utc>) -> asg_shared
             pending.tool_name, pending.uuid
         ),
     );
-    message.tool_result = Some(ToolResult {
+    message.tool_result = Some(Box::new(ToolResult {
         call_id: pending.call_id.clone(),
         name: pending
             .remote_agent_name
@@ -247,7 +247,7 @@ fn interrupted_call(pending: &PendingApproval, now: DateTime<Utc>) -> asg_shared
             .unwrap_or_else(|| pending.tool_name.clone()),
         is_error: true,
         auth_required: false,
-    });
+    }));
     message.node = pending.node.clone();
     message.is_error = true;
     message.created_at = now;

@@ -451,12 +451,12 @@ pub fn result_message(pending: &PendingApproval, content: String, is_error: bool
         .as_deref()
         .unwrap_or(&pending.tool_name);
     let mut message = lifecycle::new_message(Role::Tool, content);
-    message.tool_result = Some(asg_shared::ToolResult {
+    message.tool_result = Some(Box::new(asg_shared::ToolResult {
         call_id: pending.call_id.clone(),
         name: called.to_string(),
         is_error,
         auth_required: false,
-    });
+    }));
     message.is_error = is_error;
     message.node = pending.node.clone();
     message

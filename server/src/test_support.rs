@@ -96,14 +96,14 @@ pub fn waiting(mut pending: PendingApproval) -> Conversation {
     let id = Uuid::new_v4();
     pending.conversation_id = id;
     let mut call = new_message(Role::Assistant, "");
-    call.tool_call = Some(ToolCall {
+    call.tool_call = Some(Box::new(ToolCall {
         id: pending.call_id.clone(),
         name: pending.tool_name.clone(),
         arguments: Map::new(),
         needs_approval: true,
         approval_uuid: Some(pending.uuid),
         provider_signature: None,
-    });
+    }));
     let messages: Vec<Message> = vec![
         new_message(Role::System, "test"),
         new_message(Role::User, "add resource x with value 1"),

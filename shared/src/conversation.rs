@@ -116,12 +116,16 @@ pub struct Message {
     pub role: Role,
     /// Text: the prompt, the user's words, the answer or the tool output.
     pub content: String,
-    /// Set on assistant messages that request a tool call.
+    /// Set on assistant messages that request a tool call. Boxed, as
+    /// `tool_result`: most messages have neither, and inline the two made
+    /// every message 256 bytes instead of 96 (a conversation is copied
+    /// whole at each save of a turn, and a thousand of them held at once
+    /// under load). The JSON is the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call: Option<ToolCall>,
+    pub tool_call: Option<Box<ToolCall>>,
     /// Set on tool messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_result: Option<ToolResult>,
+    pub tool_result: Option<Box<ToolResult>>,
     /// The agent-tree node that produced the message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
@@ -682,5 +686,32 @@ mod tests {
             );
         }
         assert!(serde_json::from_value::<QuestionReply>(json!({"action": "maybe"})).is_err());
+    }
+
+    /// A message is copied whole at every save of a turn; its optional
+    /// call and result live on the heap, so one without them stays small.
+    /// The JSON of one with both is unchanged by the boxing.
+    #[test]
+    fn a_message_is_small_and_its_call_and_result_keep_their_json() {
+        assert!(
+            std::mem::size_of::<super::Message>() <= 96,
+            "a message takes {} bytes",
+            std::mem::size_of::<super::Message>()
+        );
+        let wire = json!({
+            "id": "6f0b5c1e-8c1a-4d0e-9a3b-2b7e1c9d4f10",
+            "role": "tool",
+            "content": "done",
+            "tool_call": {
+                "id": "c1", "name": "resources_add", "arguments": {"name": "a"},
+                "needs_approval": true
+            },
+            "tool_result": {"call_id": "c1", "name": "resources_add", "is_error": false},
+            "created_at": "2026-11-29T10:00:00Z"
+        });
+        let message: super::Message = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(message.tool_call.as_ref().unwrap().name, "resources_add");
+        assert_eq!(message.tool_result.as_ref().unwrap().call_id, "c1");
+        assert_eq!(serde_json::to_value(&message).unwrap(), wire);
     }
 }

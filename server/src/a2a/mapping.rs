@@ -432,14 +432,14 @@ mod tests {
         let working = conversation(vec![message(Role::User, "hi")]);
         assert_eq!(task_state(&working), TaskState::Working);
         let mut call = message(Role::Assistant, "");
-        call.tool_call = Some(ToolCall {
+        call.tool_call = Some(Box::new(ToolCall {
             id: "c1".into(),
             name: "resources_list".into(),
             arguments: Map::new(),
             needs_approval: false,
             approval_uuid: None,
             provider_signature: None,
-        });
+        }));
         let calling = conversation(vec![message(Role::User, "hi"), call]);
         assert_eq!(task_state(&calling), TaskState::Working);
         let mut error = message(Role::Assistant, "Error: model down");
@@ -491,12 +491,12 @@ mod tests {
     fn a_sub_agent_wanting_a_credential_makes_the_answered_turn_auth_required() {
         let refusal = "sub-agent \"b\" needs a credential (HTTP 401)";
         let mut result = message(Role::Tool, refusal);
-        result.tool_result = Some(asg_shared::ToolResult {
+        result.tool_result = Some(Box::new(asg_shared::ToolResult {
             call_id: "c1".into(),
             name: "b".into(),
             is_error: true,
             auth_required: true,
-        });
+        }));
         let c = conversation(vec![
             message(Role::User, "ask b"),
             result,

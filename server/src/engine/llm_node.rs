@@ -267,7 +267,7 @@ impl NodeRun<'_, '_> {
                 .to_string();
             }
             let mut message = new_message(Role::Assistant, content);
-            message.tool_call = Some(tool_call(call, plan));
+            message.tool_call = Some(Box::new(tool_call(call, plan)));
             self.record(message);
         }
     }
@@ -542,12 +542,12 @@ fn tool_call(call: &LlmToolCall, plan: &Plan) -> ToolCall {
 /// A tool message answering `call_id`.
 pub fn result_message(call_id: &str, name: &str, content: String, is_error: bool) -> Message {
     let mut message = new_message(Role::Tool, content);
-    message.tool_result = Some(ToolResult {
+    message.tool_result = Some(Box::new(ToolResult {
         call_id: call_id.to_string(),
         name: name.to_string(),
         is_error,
         auth_required: false,
-    });
+    }));
     message.is_error = is_error;
     message
 }

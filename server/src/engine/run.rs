@@ -677,14 +677,14 @@ impl Delegation {
     /// The assistant message that records the call.
     fn message(&self, a2a: &A2aNode) -> Message {
         let mut message = new_message(Role::Assistant, String::new());
-        message.tool_call = Some(ToolCall {
+        message.tool_call = Some(Box::new(ToolCall {
             id: self.id.clone(),
             name: a2a.agent.clone(),
             arguments: self.arguments.clone(),
             needs_approval: self.uuid.is_some(),
             approval_uuid: self.uuid,
             provider_signature: None,
-        });
+        }));
         message
     }
 

@@ -27,26 +27,26 @@ pub fn message(n: u128, role: Role, content: &str) -> Message {
 /// An assistant message requesting `name` with `args` under `call_id`.
 pub fn call(n: u128, call_id: &str, name: &str, args: Value, needs_approval: bool) -> Message {
     let mut m = message(n, Role::Assistant, "");
-    m.tool_call = Some(ToolCall {
+    m.tool_call = Some(Box::new(ToolCall {
         id: call_id.to_string(),
         name: name.to_string(),
         arguments: args.as_object().cloned().unwrap_or_else(Map::new),
         needs_approval,
         approval_uuid: None,
         provider_signature: None,
-    });
+    }));
     m
 }
 
 /// The tool message answering `call_id`.
 pub fn result(n: u128, call_id: &str, name: &str, content: &str, is_error: bool) -> Message {
     let mut m = message(n, Role::Tool, content);
-    m.tool_result = Some(ToolResult {
+    m.tool_result = Some(Box::new(ToolResult {
         call_id: call_id.to_string(),
         name: name.to_string(),
         is_error,
         auth_required: false,
-    });
+    }));
     m
 }
 

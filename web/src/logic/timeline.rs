@@ -73,7 +73,7 @@ impl ToolState {
 impl ToolExchange {
     /// The requested call.
     pub fn call(&self) -> Option<&ToolCall> {
-        self.call_message.as_ref()?.tool_call.as_ref()
+        self.call_message.as_ref()?.tool_call.as_deref()
     }
 
     /// The call id linking call and result.

@@ -47,14 +47,14 @@ pub(super) fn waiting(dir: &Path) -> (Uuid, Uuid) {
         .cloned()
         .unwrap();
     let mut call = message(Role::Assistant, "");
-    call.tool_call = Some(ToolCall {
+    call.tool_call = Some(Box::new(ToolCall {
         id: "call-1".into(),
         name: "resources_add".into(),
         arguments: args.clone(),
         needs_approval: true,
         approval_uuid: Some(uuid),
         provider_signature: None,
-    });
+    }));
     let conversation = Conversation {
         id,
         session_id: "feed0001".into(),

@@ -154,23 +154,23 @@ fn listing_exchange(index: usize, at: &impl Fn(i64) -> DateTime<Utc>) -> Vec<Mes
         message(Role::System, "You are a resource manager.", at(0)),
         message(Role::User, "list resources", at(1)),
         Message {
-            tool_call: Some(ToolCall {
+            tool_call: Some(Box::new(ToolCall {
                 id: list_call.clone(),
                 name: "resources_list".into(),
                 arguments: Map::new(),
                 needs_approval: false,
                 approval_uuid: None,
                 provider_signature: None,
-            }),
+            })),
             ..message(Role::Assistant, "", at(2))
         },
         Message {
-            tool_result: Some(ToolResult {
+            tool_result: Some(Box::new(ToolResult {
                 call_id: list_call,
                 name: "resources_list".into(),
                 is_error: false,
                 auth_required: false,
-            }),
+            })),
             ..message(Role::Tool, listing.clone(), at(3))
         },
         message(
@@ -199,14 +199,14 @@ fn add_waiting_for_approval(
             at(5),
         ),
         Message {
-            tool_call: Some(ToolCall {
+            tool_call: Some(Box::new(ToolCall {
                 id: call_id.clone(),
                 name: "resources_add".into(),
                 arguments: args.clone(),
                 needs_approval: true,
                 approval_uuid: Some(uuid),
                 provider_signature: None,
-            }),
+            })),
             ..message(Role::Assistant, "", at(6))
         },
     ];
