@@ -99,9 +99,8 @@ const MAX_TURN_FUTURE_BYTES: usize = 16 * 1024;
 #[tokio::test]
 async fn a_turns_future_stays_small() {
     let dir = tempfile::tempdir().unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let audit = AuditLog::open(logs.path()).unwrap();
-    let (engine, _store, pending) = waiting_engine(dir.path(), audit).await;
+    let (engine, _store, pending) =
+        waiting_engine(dir.path(), AuditLog::open(dir.path()).unwrap()).await;
     let inner = engine.inner.clone();
     let ctx = RequestContext::default();
     let slot = inner.slot(pending.conversation_id).await.unwrap();
