@@ -350,7 +350,7 @@ async fn expire_turn(
     slot: &Arc<Slot>,
     uuid: Uuid,
 ) -> Result<TurnOutcome, EngineError> {
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = slot.snapshot();
     let command = transition::Command::Expire { uuid };
     let transition = inner
         .with_facts(|facts| transition::apply(&conversation, Who::System, command, facts))
@@ -363,8 +363,16 @@ async fn expire_turn(
         .and_then(|p| p.requested_by.clone());
     tracing::info!(approval = %uuid, "approval expired; rejecting it");
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = Turn::new(inner.clone(), slot, conversation, &system_context());
-    let result = turn.on_behalf_of(requested_by).drive(transition).await;
+    let turn = Turn::new(
+        inner.clone(),
+        slot,
+        transition.conversation,
+        &system_context(),
+    );
+    let result = turn
+        .on_behalf_of(requested_by)
+        .drive(transition.effects)
+        .await;
     settle(inner, slot, result).await
 }
 

@@ -763,8 +763,8 @@ async fn first_message(
 ) -> Result<TurnOutcome, EngineError> {
     let transition = inner.apply(ctx, &conversation, transition::Command::Send { text })?;
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
-    let result = turn.drive(transition).await;
+    let turn = Turn::new(inner.clone(), slot, transition.conversation, ctx);
+    let result = turn.drive(transition.effects).await;
     settle(inner, slot, result).await
 }
 
@@ -785,15 +785,15 @@ async fn send_claimed(
     ctx: &RequestContext,
     text: String,
 ) -> Result<TurnOutcome, EngineError> {
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = slot.snapshot();
     let transition = inner.apply(
         ctx,
         &conversation,
         transition::Command::Send { text: &text },
     )?;
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
-    let result = turn.drive(transition).await;
+    let turn = Turn::new(inner.clone(), slot, transition.conversation, ctx);
+    let result = turn.drive(transition.effects).await;
     settle(inner, slot, result).await
 }
 
@@ -827,11 +827,11 @@ async fn cancel_turn(
     ctx: &RequestContext,
     reason: Option<String>,
 ) -> Result<TurnOutcome, EngineError> {
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = slot.snapshot();
     let reason = reason.as_deref();
     let transition = inner.apply(ctx, &conversation, transition::Command::Cancel { reason })?;
-    let turn = Turn::new(inner.clone(), slot, conversation, ctx);
-    let result = turn.drive(transition).await;
+    let turn = Turn::new(inner.clone(), slot, transition.conversation, ctx);
+    let result = turn.drive(transition.effects).await;
     settle(inner, slot, result).await
 }
 
@@ -866,7 +866,7 @@ async fn decide_claimed(
         reason,
         choice,
     } = request;
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = slot.snapshot();
     let tool = conversation
         .pending_by_uuid(uuid)
         .and_then(|p| inner.tool(&p.tool_name));
@@ -895,8 +895,9 @@ async fn decide_claimed(
         .pending_by_uuid(uuid)
         .and_then(|p| p.requested_by.clone());
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = Turn::new(inner.clone(), slot, conversation, ctx).on_behalf_of(requested_by);
-    let result = turn.drive(transition).await;
+    let turn =
+        Turn::new(inner.clone(), slot, transition.conversation, ctx).on_behalf_of(requested_by);
+    let result = turn.drive(transition.effects).await;
     settle(inner, slot, result).await
 }
 

@@ -113,7 +113,7 @@ async fn answer_claimed(
     uuid: Uuid,
     reply: QuestionReply,
 ) -> Result<TurnOutcome, EngineError> {
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = slot.snapshot();
     let command = transition::Command::Answer {
         uuid,
         reply: &reply,
@@ -131,7 +131,8 @@ async fn answer_claimed(
         .pending_by_uuid(uuid)
         .and_then(|p| p.requested_by.clone());
     slot.emit(ConversationEvent::TurnStarted);
-    let turn = super::Turn::new(inner.clone(), slot, conversation, ctx).on_behalf_of(requested_by);
-    let result = turn.drive(transition).await;
+    let turn = super::Turn::new(inner.clone(), slot, transition.conversation, ctx)
+        .on_behalf_of(requested_by);
+    let result = turn.drive(transition.effects).await;
     settle(inner, slot, result).await
 }

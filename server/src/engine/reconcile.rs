@@ -149,7 +149,7 @@ async fn settle_claimed(
     pending: asg_shared::PendingApproval,
     verdict: Verdict,
 ) -> Result<(), EngineError> {
-    let conversation = (*slot.snapshot()).clone();
+    let conversation = slot.snapshot();
     if conversation.pending_by_uuid(pending.uuid) != Some(&pending) {
         return Ok(()); // decided meanwhile
     }
@@ -177,10 +177,10 @@ async fn settle_claimed(
         .with_facts(|facts| transition::apply(&conversation, Who::System, command, facts))
         .map_err(|refusal| super::refused(refusal, &conversation))?;
     let ctx = RequestContext::default();
-    let turn = Turn::new(inner.clone(), slot, conversation, &ctx);
+    let turn = Turn::new(inner.clone(), slot, transition.conversation, &ctx);
     let result = turn
         .on_behalf_of(pending.requested_by.clone())
-        .drive(transition)
+        .drive(transition.effects)
         .await;
     super::settle(inner, slot, result).await.map(|_| ())
 }

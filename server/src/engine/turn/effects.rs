@@ -26,19 +26,12 @@ impl Turn<'_> {
         self
     }
 
-    /// Carries out `transition`: its conversation becomes the working
-    /// copy, and its effects run in order until one ends the turn.
-    pub(crate) async fn drive(
-        mut self,
-        transition: Transition,
-    ) -> Result<TurnOutcome, EngineError> {
-        let mut conversation = transition.conversation;
-        if conversation.a2a_context_id.is_none() {
-            // The A2A context this turn's request brought (`Turn::new`).
-            conversation.a2a_context_id = self.conversation.a2a_context_id.take();
-        }
-        self.conversation = conversation;
-        let mut effects: VecDeque<Effect> = transition.effects.into();
+    /// Carries out a transition's effects in order until one ends the
+    /// turn. The turn is made on the transition's conversation
+    /// ([`Turn::new`]), so the working copy is the core's, not a second
+    /// copy of the stored one.
+    pub(crate) async fn drive(mut self, effects: Vec<Effect>) -> Result<TurnOutcome, EngineError> {
+        let mut effects: VecDeque<Effect> = effects.into();
         while let Some(effect) = effects.pop_front() {
             match effect {
                 Effect::Audit(entry) => self.audit(&entry).await?,
