@@ -6,6 +6,7 @@
 //! a question is prompted in place until nothing waits or the person
 //! skips.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -191,9 +192,9 @@ fn first_time(shown: &Shown, id: Uuid) -> bool {
     shown.lock().map(|mut set| set.insert(id)).unwrap_or(false)
 }
 
-fn mark_shown(shown: &Shown, messages: &[Message]) {
+fn mark_shown(shown: &Shown, messages: &[impl Borrow<Message>]) {
     if let Ok(mut set) = shown.lock() {
-        set.extend(messages.iter().map(|m| m.id));
+        set.extend(messages.iter().map(|m| m.borrow().id));
     }
 }
 

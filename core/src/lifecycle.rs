@@ -197,7 +197,9 @@ pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) 
     }
     let mut node = None;
     if let Some(pending) = executing {
-        conversation.messages.push(interrupted_call(&pending, now));
+        conversation
+            .messages
+            .push(interrupted_call(&pending, now).into());
         if !conversation.pending().is_empty() {
             let what = format!("{} was interrupted (it may have run)", pending.tool_name);
             settle_step(conversation, pending.uuid, Some(what));
@@ -217,7 +219,7 @@ pub fn recover_interrupted(conversation: &mut Conversation, now: DateTime<Utc>) 
     answer.node = node;
     answer.is_error = true;
     answer.created_at = now;
-    conversation.messages.push(answer);
+    conversation.messages.push(answer.into());
     if conversation.status == ConversationStatus::WaitingApproval
         && conversation.pending().is_empty()
     {

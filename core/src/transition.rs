@@ -409,7 +409,8 @@ fn name(command: &Command<'_>) -> &'static str {
 /// A user message: recorded, and the tree runs on it.
 fn send(conversation: &Conversation, text: &str) -> Transition {
     let mut next = conversation.clone();
-    next.messages.push(lifecycle::new_message(Role::User, text));
+    next.messages
+        .push(lifecycle::new_message(Role::User, text).into());
     next.turn_in_progress = true;
     Transition::of(next).then(Effect::Save).then(Effect::Run {
         text: text.to_string(),
@@ -467,7 +468,7 @@ pub fn cancel_pipeline(conversation: &mut Conversation, what: &str, root: &str) 
     let text = format!("Pipeline cancelled: {what}, so the remaining steps did not run.");
     let mut message = lifecycle::new_message(Role::Assistant, text.clone());
     message.node = Some(root.to_string());
-    conversation.messages.push(message);
+    conversation.messages.push(message.into());
     conversation.turn_in_progress = false;
     text
 }

@@ -113,7 +113,7 @@ pub fn waiting(mut pending: PendingApproval) -> Conversation {
         id,
         session_id: "0000abcd".into(),
         status: ConversationStatus::WaitingApproval,
-        messages,
+        messages: messages.into_iter().map(Into::into).collect(),
         pending_approval: Some(pending),
         created_at: now,
         updated_at: now,

@@ -4,6 +4,8 @@
 //! stopped before a destructive action, one [`PendingApproval`]. The server
 //! persists exactly this structure as one JSON file per conversation.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -65,7 +67,7 @@ pub enum Role {
 }
 
 /// A tool call requested by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolCall {
     /// Identifier linking the call to its result.
@@ -88,7 +90,7 @@ pub struct ToolCall {
 }
 
 /// The outcome of a tool call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolResult {
     /// The [`ToolCall::id`] this result answers.
@@ -107,7 +109,7 @@ pub struct ToolResult {
 }
 
 /// One entry of a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Message {
     /// Unique message id.
@@ -538,8 +540,15 @@ pub struct Conversation {
     pub session_id: String,
     /// Current status.
     pub status: ConversationStatus,
-    /// Every message, in order.
-    pub messages: Vec<Message>,
+    /// Every message, in order. Shared (`Arc`): a turn's working copy
+    /// and the snapshot each save publishes hold the same messages, so a
+    /// save copies pointers, not the history (whose length a save's cost
+    /// would otherwise grow with). Add with `push(msg.into())`; change one
+    /// with `Arc::make_mut`. The JSON is the same as a plain list's.
+    /// (`Message` is `Eq`, so comparing two versions skips the messages
+    /// they share by pointer.)
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Message>))]
+    pub messages: Vec<Arc<Message>>,
     /// The approval being waited for, if any; the first of
     /// `pending_approvals` (kept for clients that know only one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -657,6 +666,7 @@ impl Conversation {
             .iter()
             .rev()
             .find(|m| m.role == Role::Assistant && m.tool_call.is_none())
+            .map(|m| &**m)
     }
 }
 

@@ -53,7 +53,7 @@ pub(super) fn record_refusal(
     };
     conversation
         .messages
-        .push(result_message(&order.pending, text, true));
+        .push(result_message(&order.pending, text, true).into());
     conversation.take_pending(order.pending.uuid);
 }
 
@@ -69,7 +69,7 @@ pub(super) fn close_batch(
         Batch::Cancel { answer, node, .. } => {
             let mut message = lifecycle::new_message(Role::Assistant, answer.clone());
             message.node = node.clone();
-            conversation.messages.push(message);
+            conversation.messages.push(message.into());
             conversation.status = ConversationStatus::Canceled;
             answer.clone()
         }
@@ -125,7 +125,7 @@ fn one(
     let mut after = conversation.clone();
     after
         .messages
-        .push(result_message(pending, content, is_error));
+        .push(result_message(pending, content, is_error).into());
     after.take_pending(pending.uuid);
     let next = lifecycle::after_decision(&after, &order.by, facts.changed_under_refuse(pending));
     let refused = format!("{} was {}", pending.tool_name, order.by.refusal_word());
@@ -251,13 +251,13 @@ pub(super) fn settled_remotely(
     let mut after = conversation.clone();
     after
         .messages
-        .push(result_message(&old, content.clone(), is_error));
+        .push(result_message(&old, content.clone(), is_error).into());
     after.take_pending(uuid);
     if after.pipeline_state.is_none() {
         let mut answer = lifecycle::new_message(Role::Assistant, content);
         answer.node = old.node.clone();
         answer.is_error = is_error;
-        after.messages.push(answer);
+        after.messages.push(answer.into());
         if after.pending().is_empty() {
             after.status = ConversationStatus::Active;
         }

@@ -131,6 +131,7 @@ pub fn history(conversation: &Conversation, at: &TaskRef, limit: Option<usize>) 
     let spoken: Vec<&Message> = conversation
         .messages
         .iter()
+        .map(|m| &**m)
         .filter(|m| m.role == Role::User || is_answer(m))
         .collect();
     let skip = limit.map_or(0, |n| spoken.len().saturating_sub(n));
@@ -327,6 +328,7 @@ fn auth_refusals(conversation: &Conversation) -> Vec<&Message> {
     let mut refusals: Vec<&Message> = conversation
         .messages
         .iter()
+        .map(|m| &**m)
         .rev()
         .take_while(|m| m.role != Role::User)
         .filter(|m| m.tool_result.as_ref().is_some_and(|r| r.auth_required))
@@ -354,6 +356,7 @@ fn last_spoken(conversation: &Conversation) -> Option<&Message> {
         .iter()
         .rev()
         .find(|m| m.role != Role::System)
+        .map(|m| &**m)
 }
 
 #[cfg(test)]
@@ -374,7 +377,11 @@ mod tests {
     fn conversation(messages: Vec<Message>) -> Conversation {
         let now = Utc::now();
         Conversation {
-            messages: [vec![message(Role::System, "prompt")], messages].concat(),
+            messages: [vec![message(Role::System, "prompt")], messages]
+                .concat()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
             created_at: now,
             updated_at: now,
             ..fixtures::conversation()
@@ -508,13 +515,17 @@ mod tests {
         assert_eq!(task.status.message.unwrap().text(), refusal);
         // The next turn, sent with a credential, is answered normally.
         let mut again = c.clone();
-        again.messages.push(message(Role::User, "ask b again"));
+        again
+            .messages
+            .push(message(Role::User, "ask b again").into());
         assert_eq!(task_state(&again), TaskState::Working);
-        again.messages.push(message(Role::Assistant, "b says hi"));
+        again
+            .messages
+            .push(message(Role::Assistant, "b says hi").into());
         assert_eq!(task_state(&again), TaskState::Completed);
         // A pipeline whose a2a step failed on it too.
         let mut failed = c;
-        failed.messages.last_mut().unwrap().is_error = true;
+        std::sync::Arc::make_mut(failed.messages.last_mut().unwrap()).is_error = true;
         assert_eq!(task_state(&failed), TaskState::AuthRequired);
     }
 

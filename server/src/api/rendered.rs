@@ -128,7 +128,7 @@ mod tests {
         let mut changed = (*first).clone();
         changed
             .messages
-            .push(fixtures::message(asg_shared::Role::User, "later"));
+            .push(fixtures::message(asg_shared::Role::User, "later").into());
         let changed = Arc::new(changed);
         let c = bodies.body(&changed).unwrap();
         let shown: serde_json::Value = serde_json::from_slice(&c).unwrap();

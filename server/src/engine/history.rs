@@ -1,5 +1,7 @@
 //! Conversation messages -> the history sent to a model.
 
+use std::borrow::Borrow;
+
 use asg_shared::{Message, Role};
 
 use crate::llm::{LlmMessage, LlmToolCall};
@@ -8,9 +10,10 @@ use crate::llm::{LlmMessage, LlmToolCall};
 /// out (the prompt travels separately), error reports about the model
 /// itself are left out, consecutive tool requests become one assistant
 /// message, and tool results keep their error flag.
-pub fn to_llm_messages(messages: &[Message]) -> Vec<LlmMessage> {
+pub fn to_llm_messages(messages: &[impl Borrow<Message>]) -> Vec<LlmMessage> {
     let mut history: Vec<LlmMessage> = Vec::with_capacity(messages.len());
     for message in messages {
+        let message: &Message = message.borrow();
         match message.role {
             Role::System => {}
             Role::User => history.push(LlmMessage::User {

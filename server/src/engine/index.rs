@@ -11,8 +11,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock, RwLock};
 
-use asg_shared::Conversation;
 use asg_shared::events::{ConversationEvent, InboxEvent};
+use asg_shared::{Conversation, Message};
 use tokio::sync::{Mutex, OwnedMutexGuard, broadcast};
 use uuid::Uuid;
 
@@ -178,7 +178,7 @@ impl Slot {
         }
         for message in conversation.messages.iter().skip(previous.messages.len()) {
             self.emit(ConversationEvent::Message {
-                message: message.clone(),
+                message: Message::clone(message),
             });
         }
         for change in changes {

@@ -728,7 +728,7 @@ async fn create_turn(
         id: Uuid::new_v4(),
         session_id: ctx.session_id.clone(),
         status: ConversationStatus::Active,
-        messages: vec![new_message(Role::System, inner.tree.root_prompt())],
+        messages: vec![new_message(Role::System, inner.tree.root_prompt()).into()],
         pending_approvals: Vec::new(),
         pending_approval: None,
         pipeline_state: None,

@@ -139,7 +139,7 @@ mod tests {
         conversation.id = id;
         conversation
             .messages
-            .push(fixtures::message(asg_shared::Role::User, text));
+            .push(fixtures::message(asg_shared::Role::User, text).into());
         Arc::new(conversation)
     }
 

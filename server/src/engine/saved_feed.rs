@@ -171,7 +171,7 @@ mod tests {
         for n in 0..messages {
             conversation
                 .messages
-                .push(fixtures::message(asg_shared::Role::User, &format!("m{n}")));
+                .push(fixtures::message(asg_shared::Role::User, &format!("m{n}")).into());
         }
         Arc::new(conversation)
     }

@@ -34,7 +34,7 @@ pub(crate) struct Turn<'a> {
 #[async_trait]
 impl Recorder for Turn<'_> {
     fn push(&mut self, message: Message) {
-        self.conversation.messages.push(message);
+        self.conversation.messages.push(message.into());
     }
 
     async fn checkpoint(&mut self) -> Result<(), EngineError> {
@@ -168,7 +168,7 @@ impl<'a> Turn<'a> {
         let own = self.conversation.messages[from..]
             .iter()
             .filter(|m| m.node.as_deref() == Some(node.name()))
-            .cloned()
+            .map(|m| Message::clone(m))
             .collect();
         Ok(ResumeStep {
             path: step.path,
@@ -238,7 +238,7 @@ impl<'a> Turn<'a> {
                 if last.is_none_or(|m| m.content != text) {
                     let mut message = new_message(Role::Assistant, text.clone());
                     message.node = Some(inner.tree.root.name().to_string());
-                    self.conversation.messages.push(message);
+                    self.conversation.messages.push(message.into());
                 }
                 self.conversation.turn_in_progress = false;
                 self.save().await?;

@@ -698,10 +698,13 @@ mod tests {
     fn conversation() -> Conversation {
         let now = Utc::now();
         Conversation {
-            messages: vec![Message {
-                created_at: now,
-                ..fixtures::message(Role::System, "prompt")
-            }],
+            messages: vec![
+                Message {
+                    created_at: now,
+                    ..fixtures::message(Role::System, "prompt")
+                }
+                .into(),
+            ],
             created_at: now,
             updated_at: now,
             ..fixtures::conversation()

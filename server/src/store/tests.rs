@@ -52,10 +52,13 @@ async fn blocking<T: Send + 'static>(
 fn conversation(minutes_ago: i64, text: &str) -> Conversation {
     let at = Utc::now() - Duration::minutes(minutes_ago);
     Conversation {
-        messages: vec![Message {
-            created_at: at,
-            ..fixtures::message(Role::User, text)
-        }],
+        messages: vec![
+            Message {
+                created_at: at,
+                ..fixtures::message(Role::User, text)
+            }
+            .into(),
+        ],
         owner: Some("alice".into()),
         created_at: at,
         updated_at: at,
@@ -76,7 +79,7 @@ async fn what_is_saved_loads_back_whole_and_a_save_replaces_it() {
         })
         .await;
         second.status = ConversationStatus::Completed;
-        second.messages[0].content = "two, edited".into();
+        Arc::make_mut(&mut second.messages[0]).content = "two, edited".into();
         let replaced = second.clone();
         blocking(&store, move |s| save(s, &replaced).unwrap()).await;
         // Reopened: what a restarted agent sees.

@@ -109,7 +109,7 @@ pub fn apply_event(current: &mut Option<Conversation>, event: ConversationEvent)
                 if message.created_at > conversation.updated_at {
                     conversation.updated_at = message.created_at;
                 }
-                conversation.messages.push(message);
+                conversation.messages.push(message.into());
             }
         }
         ConversationEvent::ApprovalRequested { approval } => {
@@ -444,7 +444,10 @@ mod tests {
         assert!(!merge_conversation(&mut current, older));
         assert_eq!(current, Some(newer.clone()));
 
-        let newest = conversation(newer.messages.clone(), 9);
+        let newest = conversation(
+            newer.messages.iter().map(|m| Message::clone(m)).collect(),
+            9,
+        );
         assert!(merge_conversation(&mut current, newest.clone()));
         assert_eq!(current, Some(newest));
 

@@ -54,7 +54,7 @@ pub fn result(n: u128, call_id: &str, name: &str, content: &str, is_error: bool)
 pub fn conversation(messages: Vec<Message>, updated: i64) -> Conversation {
     Conversation {
         id: id(1000),
-        messages,
+        messages: messages.into_iter().map(Into::into).collect(),
         created_at: at(0),
         updated_at: at(updated),
         ..fixtures::conversation()

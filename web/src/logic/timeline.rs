@@ -3,6 +3,8 @@
 //! and the tool message whose `tool_result.call_id` matches become one
 //! item).
 
+use std::borrow::Borrow;
+
 use asg_shared::{ApprovalState, Message, PendingApproval, Role, ToolCall};
 
 /// One entry of the chat.
@@ -177,9 +179,10 @@ impl TimelineItem {
 /// Builds the chat entries from a conversation's messages. A tool message
 /// joins the latest earlier call with the same id that has no result yet
 /// (ids may repeat across turns); a result without a call stands alone.
-pub fn build_timeline(messages: &[Message]) -> Vec<TimelineItem> {
+pub fn build_timeline(messages: &[impl Borrow<Message>]) -> Vec<TimelineItem> {
     let mut items: Vec<TimelineItem> = Vec::with_capacity(messages.len());
     for message in messages {
+        let message: &Message = message.borrow();
         if message.tool_call.is_some() {
             items.push(TimelineItem::Tool(Box::new(ToolExchange {
                 call_message: Some(message.clone()),
@@ -213,8 +216,8 @@ pub fn build_timeline(messages: &[Message]) -> Vec<TimelineItem> {
 /// True when node names are worth showing: the messages come from more
 /// than one agent-tree node (a pipeline). A simple agent is one node, whose
 /// name on every message would only be noise.
-pub fn shows_nodes(messages: &[Message]) -> bool {
-    let mut nodes = messages.iter().filter_map(|m| m.node.as_deref());
+pub fn shows_nodes(messages: &[impl Borrow<Message>]) -> bool {
+    let mut nodes = messages.iter().filter_map(|m| m.borrow().node.as_deref());
     match nodes.next() {
         Some(first) => nodes.any(|n| n != first),
         None => false,

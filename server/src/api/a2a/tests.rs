@@ -60,9 +60,9 @@ pub(super) fn waiting(dir: &Path) -> (Uuid, Uuid) {
         session_id: "feed0001".into(),
         status: ConversationStatus::WaitingApproval,
         messages: vec![
-            message(Role::System, "You are a test agent."),
-            message(Role::User, "add resource web-1 with value 42"),
-            call,
+            message(Role::System, "You are a test agent.").into(),
+            message(Role::User, "add resource web-1 with value 42").into(),
+            call.into(),
         ],
         pending_approval: Some(PendingApproval {
             uuid,

@@ -124,3 +124,30 @@ async fn a_turns_future_stays_small() {
     );
     engine.shutdown(std::time::Duration::from_secs(5)).await;
 }
+
+/// A turn's saves publish snapshots that share the history with the one
+/// the turn started from: each save copies the list of message pointers,
+/// not every message (a long conversation would otherwise be copied whole
+/// at every step of every turn, and held twice while the turn runs).
+#[tokio::test]
+async fn a_turn_shares_the_history_it_started_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _store, pending) =
+        waiting_engine(dir.path(), AuditLog::open(dir.path()).unwrap()).await;
+    let slot = engine.inner.slot(pending.conversation_id).await.unwrap();
+    let before = slot.snapshot();
+    engine
+        .resolve_approval(pending.uuid, &RequestContext::default(), true, None)
+        .await
+        .unwrap();
+    let after = slot.snapshot();
+    assert!(after.messages.len() > before.messages.len(), "{after:?}");
+    let shared = before
+        .messages
+        .iter()
+        .zip(&after.messages)
+        .filter(|(old, new)| Arc::ptr_eq(old, new))
+        .count();
+    assert_eq!(shared, before.messages.len(), "messages copied by the turn");
+    engine.shutdown(std::time::Duration::from_secs(5)).await;
+}

@@ -42,7 +42,7 @@ fn in_file(dir: &Path, conversation: &Conversation) -> Option<Conversation> {
 
 fn edited(conversation: &Conversation, text: &str) -> Conversation {
     let mut changed = conversation.clone();
-    changed.messages[0].content = text.into();
+    std::sync::Arc::make_mut(&mut changed.messages[0]).content = text.into();
     changed
 }
 

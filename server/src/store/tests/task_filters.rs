@@ -34,7 +34,7 @@ fn tasks() -> Vec<asg_shared::Conversation> {
     let mut answered = conversation(2, "answered");
     answered
         .messages
-        .push(fixtures::message(Role::Assistant, "done"));
+        .push(fixtures::message(Role::Assistant, "done").into());
     answered.a2a_context_id = Some("ctx".into());
     let mut asked = conversation(1, "asked");
     asked.a2a_context_id = Some("ctx".into());

@@ -130,7 +130,7 @@ pub fn conversation(id: Uuid, index: usize, now: DateTime<Utc>) -> Conversation 
         id,
         session_id: format!("{:08x}", (index as u32).wrapping_mul(2_654_435_761)),
         status,
-        messages,
+        messages: messages.into_iter().map(Into::into).collect(),
         pending_approval,
         created_at: created,
         updated_at,
