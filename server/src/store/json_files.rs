@@ -335,7 +335,7 @@ impl JsonFileStore {
     fn append(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
         let id = conversation.id;
         let mut record = journal::record_buffer(RECORD_CAPACITY);
-        serde_json::to_writer_pretty(&mut record, conversation.as_ref())
+        serde_json::to_writer(&mut record, conversation.as_ref())
             .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
         let size = record.len();
         let row = Entry::of(conversation);
@@ -775,11 +775,19 @@ mod tests {
             .flat_map(|(_, contents)| contents.records)
             .map(|r| r.payload)
             .collect();
-        assert_eq!(records, vec![serde_json::to_vec_pretty(&*saved).unwrap()]);
+        assert_eq!(
+            records,
+            vec![serde_json::to_vec(&*saved).unwrap()],
+            "a record is the conversation's compact JSON"
+        );
         store.checkpoint().unwrap();
         assert!(store.unwritten.get(saved.id).is_none());
         let file = fs::read(store.path_of(saved.id)).unwrap();
-        assert_eq!(file, records[0], "the checkpoint writes the record's bytes");
+        assert_eq!(
+            file,
+            serde_json::to_vec_pretty(&*saved).unwrap(),
+            "the checkpoint writes the file pretty-printed"
+        );
         assert_eq!(store.load(saved.id).unwrap().as_ref(), Some(&*saved));
     }
 

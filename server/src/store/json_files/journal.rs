@@ -12,7 +12,7 @@
 //! A record is `ASGJ`, the payload's length (u32, little-endian), a
 //! sequence number (u64: the newest of two records of one conversation
 //! wins) and a CRC-32 of those and of the payload (u32), then the payload
-//! (a conversation's JSON). Reading stops trusting the bytes at the first
+//! (a conversation's JSON, compact). Reading stops trusting the bytes at the first
 //! record that is not whole: at the tail it is a write a crash cut short
 //! (never acknowledged: a save returns only after its record is synced);
 //! when whole records follow it, the journal was damaged in the middle

@@ -12,7 +12,7 @@ use std::path::Path;
 use asg_shared::Conversation;
 use uuid::Uuid;
 
-use super::checkpoint::write_files;
+use super::checkpoint::{file_bytes, write_files};
 use super::journal::{Journal, Record};
 use super::{create_private_dir, free_name};
 use crate::store::StoreError;
@@ -39,7 +39,7 @@ pub(super) fn replay(
         .read()
         .map_err(|e| StoreError(format!("cannot read the journal: {e}")))?;
     let mut replayed = Replayed::default();
-    let mut newest: HashMap<Uuid, (u64, Conversation, Vec<u8>)> = HashMap::new();
+    let mut newest: HashMap<Uuid, (u64, Conversation)> = HashMap::new();
     for (path, contents) in files {
         if let Some((at, bytes)) = contents.torn_tail {
             tracing::warn!(journal = %path.display(), offset = at, bytes, "the journal ends with a record a stop cut short (never acknowledged); ignored");
@@ -54,15 +54,18 @@ pub(super) fn replay(
             };
             let newer = newest
                 .get(&conversation.id)
-                .is_none_or(|(seq, _, _)| *seq < record.seq);
+                .is_none_or(|(seq, _)| *seq < record.seq);
             if newer {
-                newest.insert(conversation.id, (record.seq, conversation, record.payload));
+                newest.insert(conversation.id, (record.seq, conversation));
             }
         }
     }
+    // Written in the files' own format (pretty), not the record's.
     let written = write_files(
         dir,
-        newest.iter().map(|(id, (_, _, b))| Ok((*id, b.as_slice()))),
+        newest
+            .iter()
+            .map(|(id, (_, conversation))| file_bytes(conversation).map(|b| (*id, b))),
     )
     .map_err(|e| StoreError(format!("cannot write the journal's conversations: {e}")))?;
     if written > 0 {
@@ -71,7 +74,7 @@ pub(super) fn replay(
             "conversations saved before the agent stopped written from the journal"
         );
     }
-    replayed.conversations = newest.into_values().map(|(_, c, _)| c).collect();
+    replayed.conversations = newest.into_values().map(|(_, c)| c).collect();
     Ok(replayed)
 }
 

@@ -66,7 +66,13 @@ fn saves_a_crash_left_in_the_journal_are_there_after_a_restart_newest_first() {
     loaded.sort_by_key(|c| c.id != first.id);
     assert_eq!(loaded, [first_again.clone(), second.clone()]);
     assert_eq!(in_file(dir.path(), &first), Some(first_again), "the newest");
-    assert_eq!(in_file(dir.path(), &second), Some(second));
+    assert_eq!(in_file(dir.path(), &second), Some(second.clone()));
+    let file = std::fs::read(file_of(dir.path(), &second)).unwrap();
+    assert_eq!(
+        file,
+        serde_json::to_vec_pretty(&second).unwrap(),
+        "a replayed conversation's file is pretty-printed, as a checkpoint writes it"
+    );
     assert_eq!(journal_bytes(dir.path()), 0, "replayed, then emptied");
     assert_eq!(store.quarantined(), 0);
 }
