@@ -155,6 +155,9 @@ pub struct OidcProvider {
     http: reqwest::Client,
 }
 
+/// How long the provider may take to start listening.
+const PROVIDER_START: Duration = Duration::from_secs(90);
+
 impl OidcProvider {
     /// Starts the provider on a free port with default options.
     pub async fn start() -> OidcProvider {
@@ -218,7 +221,10 @@ impl OidcProvider {
         });
         self.stdin = child.stdin.take();
         self.child = Some(child);
-        let port = match port_rx.recv_timeout(Duration::from_secs(30)) {
+        // Generous: a test binary starts several providers at once, each
+        // loading oidc-provider and making RSA keys, and on a loaded 2-core
+        // machine one took over 30 s to listen (no error in its output).
+        let port = match port_rx.recv_timeout(PROVIDER_START) {
             Ok(port) => port,
             Err(_) => {
                 self.kill();
