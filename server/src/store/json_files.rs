@@ -2,7 +2,8 @@
 //! saved through a journal.
 //!
 //! A save appends the conversation's JSON to the journal (see
-//! [`journal`]) under a short lock, keeps it in memory as the
+//! [`journal`]; only what it added when its previous record is in the
+//! journal's active file, see [`delta`]) under a short lock, keeps it in memory as the
 //! conversation's newest version, queues its catalog row, and waits for
 //! the group's commit (shared through [`GroupSync`]): one `fdatasync` of
 //! the journal for every save that appended meanwhile. So N concurrent
@@ -50,6 +51,7 @@ use journal::Journal;
 
 mod checkpoint;
 mod commit;
+mod delta;
 mod journal;
 mod replay;
 mod sync_files;
@@ -330,40 +332,90 @@ impl JsonFileStore {
         self.checkpoints.run(|| ())
     }
 
-    /// A save up to its sync: the record appended to the journal, the
-    /// version kept in memory, its catalog row queued.
+    /// A save up to its sync: the record appended to the journal (as a
+    /// change of its previous record when it can be, see [`delta`]),
+    /// the version kept in memory, its catalog row queued.
     fn append(&self, conversation: &Arc<Conversation>) -> Result<(), StoreError> {
-        let id = conversation.id;
-        let mut record = journal::record_buffer(RECORD_CAPACITY);
-        serde_json::to_writer(&mut record, conversation.as_ref())
-            .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
-        let size = record.len();
-        let row = Entry::of(conversation);
         // Backpressure: memory stays bounded when checkpoints fall behind.
         self.unwritten
             .wait_for_room(MAX_UNWRITTEN_BYTES, || self.checkpointer.nudge());
-        // The row after the record (a crash in between leaves a record
-        // the next start writes to the catalog), written to the catalog
-        // before the next read of it (see [`commit`]).
-        let appended = self.journal.append(&mut record, |seq| {
-            self.listing.queue(row);
-            self.unwritten.put(
-                id,
-                Latest {
-                    seq,
-                    conversation: conversation.clone(),
-                    size,
-                },
-            )
-        });
-        drop(record);
-        let length = appended.map_err(|e| {
-            StoreError(format!("cannot save conversation {id} in the journal: {e}"))
-        })?;
+        let mut length = self.append_as_change(conversation)?;
+        if length.is_none() {
+            let mut record = journal::record_buffer(RECORD_CAPACITY);
+            serde_json::to_writer(&mut record, conversation.as_ref())
+                .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
+            let size = record.len();
+            length = self.append_record(record, conversation, size, |_| true)?;
+        }
+        let length = length.ok_or_else(|| StoreError("a whole record was refused".into()))?;
         if length > CHECKPOINT_BYTES {
             self.checkpointer.nudge();
         }
         Ok(())
+    }
+
+    /// Appends `conversation` as a change of its previous record, when
+    /// that record is in the active journal file and the version adds
+    /// messages to it; `None`: to be appended whole.
+    fn append_as_change(
+        &self,
+        conversation: &Arc<Conversation>,
+    ) -> Result<Option<u64>, StoreError> {
+        let Some(previous) = self.unwritten.latest(conversation.id) else {
+            return Ok(None);
+        };
+        let Some(shared) = delta::shared_start(&previous.conversation, conversation) else {
+            return Ok(None);
+        };
+        let base = delta::Base {
+            seq: previous.seq,
+            messages: shared,
+        };
+        let mut record = journal::record_buffer(RECORD_CAPACITY);
+        delta::write(&mut record, base, conversation)
+            .map_err(|e| StoreError(format!("cannot encode conversation: {e}")))?;
+        let size = previous.size + record.len();
+        let in_file = previous.generation;
+        drop(previous);
+        // Still the previous record, in the active file, once no other
+        // record can be appended (else it is appended whole).
+        self.append_record(record, conversation, size, |generation| {
+            generation == in_file && self.unwritten.seq_of(conversation.id) == Some(base.seq)
+        })
+    }
+
+    /// Appends `record` if `still_valid(generation)`, then keeps the
+    /// version in memory and queues its catalog row (in journal order);
+    /// answers the journal's length, `None` when not appended.
+    fn append_record(
+        &self,
+        mut record: Vec<u8>,
+        conversation: &Arc<Conversation>,
+        size: usize,
+        still_valid: impl FnOnce(u64) -> bool,
+    ) -> Result<Option<u64>, StoreError> {
+        let id = conversation.id;
+        let row = Entry::of(conversation);
+        // The row after the record (a crash in between leaves a record
+        // the next start writes to the catalog), written to the catalog
+        // before the next read of it (see [`commit`]).
+        let appended = self
+            .journal
+            .append_if(&mut record, still_valid, |seq, generation| {
+                self.listing.queue(row);
+                self.unwritten.put(
+                    id,
+                    Latest {
+                        seq,
+                        generation,
+                        conversation: conversation.clone(),
+                        size,
+                    },
+                )
+            });
+        drop(record);
+        appended
+            .map_err(|e| StoreError(format!("cannot save conversation {id} in the journal: {e}")))
     }
 
     /// Catalog rows of saves not written to the catalog yet.

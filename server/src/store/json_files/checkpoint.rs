@@ -47,13 +47,15 @@ pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 pub(super) const CHECKPOINT_BYTES: u64 = 8 << 20;
 
 /// A saved version not in its file yet: its journal record's sequence
-/// number, the conversation (shared with whoever saved it: not a copy),
-/// and the length of its JSON. The file's bytes are made again from the
+/// number and generation (see [`Journal::append_if`]), the conversation
+/// (shared with whoever saved it: not a copy), and the length of its
+/// JSON (estimated for a change: its base's and the change's). The file's bytes are made again from the
 /// conversation when a checkpoint writes it, so memory holds no second
 /// copy of a version in JSON.
 #[derive(Clone)]
 pub(super) struct Latest {
     pub seq: u64,
+    pub generation: u64,
     pub conversation: Arc<Conversation>,
     pub size: usize,
 }
@@ -112,6 +114,18 @@ impl Unwritten {
     #[cfg(test)]
     fn bytes(&self) -> usize {
         self.lock().bytes
+    }
+
+    /// The newest saved version of `id` and its record, when its file is
+    /// older.
+    pub(super) fn latest(&self, id: Uuid) -> Option<Latest> {
+        self.lock().latest.get(&id).cloned()
+    }
+
+    /// The sequence number of the newest record of `id`, when its file is
+    /// older.
+    pub(super) fn seq_of(&self, id: Uuid) -> Option<u64> {
+        self.lock().latest.get(&id).map(|l| l.seq)
     }
 
     /// The newest version of `id`, when its file is older.
@@ -389,6 +403,7 @@ mod tests {
     fn version(seq: u64, size: usize) -> Latest {
         Latest {
             seq,
+            generation: 0,
             conversation: Arc::new(fixtures::conversation()),
             size,
         }

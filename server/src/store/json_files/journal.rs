@@ -12,7 +12,8 @@
 //! A record is `ASGJ`, the payload's length (u32, little-endian), a
 //! sequence number (u64: the newest of two records of one conversation
 //! wins) and a CRC-32 of those and of the payload (u32), then the payload
-//! (a conversation's JSON, compact). Reading stops trusting the bytes at the first
+//! (a conversation's JSON, compact, or what a save added to the
+//! conversation's previous record: `delta.rs`). Reading stops trusting the bytes at the first
 //! record that is not whole: at the tail it is a write a crash cut short
 //! (never acknowledged: a save returns only after its record is synced);
 //! when whole records follow it, the journal was damaged in the middle
@@ -159,6 +160,11 @@ struct Files {
     /// Appended to since its last sync.
     unsynced: [bool; 2],
     active: usize,
+    /// Counts the times the active file changed: a record appended in
+    /// one generation stays in the journal as long as the generation
+    /// lasts (the active file is never emptied), so a save may be
+    /// journaled as a change of a record of the same generation.
+    generation: u64,
     next_seq: u64,
     /// Why appends are refused (a failed append could not be cut back).
     broken: Option<String>,
@@ -196,6 +202,7 @@ impl Journal {
                 lengths: [first_length, second_length],
                 unsynced: [false; 2],
                 active: 0,
+                generation: 0,
                 next_seq: 1,
                 broken: None,
             }),
@@ -225,10 +232,29 @@ impl Journal {
     /// with its sequence number while no other record can be appended (so what `then` does
     /// happens in journal order). Not synced: see [`Journal::sync`].
     /// Answers the active file's length.
+    #[cfg(test)]
     pub(super) fn append(&self, record: &mut [u8], then: impl FnOnce(u64)) -> io::Result<u64> {
+        let appended = self.append_if(record, |_| true, |seq, _| then(seq))?;
+        appended.ok_or_else(|| io::Error::other("an unconditional append was refused"))
+    }
+
+    /// [`Journal::append`] if `still_valid(generation)` holds once no
+    /// other record can be appended (it answers whether the record, made
+    /// outside the lock, still fits what the journal holds); `then` is
+    /// told the sequence number and the generation. `Ok(None)`: not
+    /// appended.
+    pub(super) fn append_if(
+        &self,
+        record: &mut [u8],
+        still_valid: impl FnOnce(u64) -> bool,
+        then: impl FnOnce(u64, u64),
+    ) -> io::Result<Option<u64>> {
         let mut files = self.lock();
         if let Some(why) = &files.broken {
             return Err(io::Error::other(format!("the journal is unusable: {why}")));
+        }
+        if !still_valid(files.generation) {
+            return Ok(None);
         }
         let seq = files.next_seq;
         seal(record, seq)?;
@@ -247,8 +273,8 @@ impl Journal {
         files.next_seq += 1;
         files.lengths[active] += record.len() as u64;
         files.unsynced[active] = true;
-        then(seq);
-        Ok(files.lengths[active])
+        then(seq, files.generation);
+        Ok(Some(files.lengths[active]))
     }
 
     /// Makes every record appended so far durable (`fdatasync` of each file
@@ -281,6 +307,7 @@ impl Journal {
         let other = 1 - files.active;
         if files.lengths[other] == 0 {
             files.active = other;
+            files.generation += 1;
         }
         snapshot();
         1 - files.active
@@ -320,6 +347,7 @@ impl Journal {
             files.files[index].sync_all()?;
             files.lengths[index] = 0;
         }
+        files.generation += 1;
         files.broken = None;
         Ok(())
     }

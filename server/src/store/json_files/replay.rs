@@ -1,5 +1,6 @@
 //! At open, the journal's saves go to their files: the newest record of
-//! each conversation (by sequence number) is written like a checkpoint
+//! each conversation (by sequence number; a change rebuilt on the
+//! record before it, see [`super::delta`]) is written like a checkpoint
 //! writes it. A record cut short at the tail (a write a crash
 //! interrupted, never acknowledged) is logged and ignored; a journal file
 //! damaged in the middle is copied to the quarantine directory whole
@@ -13,6 +14,7 @@ use asg_shared::Conversation;
 use uuid::Uuid;
 
 use super::checkpoint::{file_bytes, write_files};
+use super::delta::{self, Base, Payload};
 use super::journal::{Journal, Record};
 use super::{create_private_dir, free_name};
 use crate::store::StoreError;
@@ -39,7 +41,7 @@ pub(super) fn replay(
         .read()
         .map_err(|e| StoreError(format!("cannot read the journal: {e}")))?;
     let mut replayed = Replayed::default();
-    let mut newest: HashMap<Uuid, (u64, Conversation)> = HashMap::new();
+    let mut records = Vec::new();
     for (path, contents) in files {
         if let Some((at, bytes)) = contents.torn_tail {
             tracing::warn!(journal = %path.display(), offset = at, bytes, "the journal ends with a record a stop cut short (never acknowledged); ignored");
@@ -47,16 +49,24 @@ pub(super) fn replay(
         if !contents.damaged.is_empty() {
             replayed.quarantined += usize::from(set_aside_file(&path, quarantine));
         }
-        for record in contents.records {
-            replayed.last_seq = replayed.last_seq.max(record.seq);
-            let Some(conversation) = parse(&record, quarantine, &mut replayed.quarantined) else {
-                continue;
-            };
-            let newer = newest
-                .get(&conversation.id)
-                .is_none_or(|(seq, _)| *seq < record.seq);
-            if newer {
+        records.extend(contents.records);
+    }
+    // In save order: a change follows the record it changes.
+    records.sort_by_key(|record| record.seq);
+    let mut newest: HashMap<Uuid, (u64, Conversation)> = HashMap::new();
+    for record in records {
+        replayed.last_seq = replayed.last_seq.max(record.seq);
+        let version = match delta::read(&record.payload) {
+            Ok(Payload::Whole(conversation)) => Ok(conversation),
+            Ok(Payload::Change { base, conversation }) => rebuild(&mut newest, base, conversation),
+            Err(error) => Err(format!("it is not a conversation: {error}")),
+        };
+        match version {
+            Ok(conversation) => {
                 newest.insert(conversation.id, (record.seq, conversation));
+            }
+            Err(problem) => {
+                set_aside_record(&record, &problem, quarantine, &mut replayed.quarantined)
             }
         }
     }
@@ -78,18 +88,43 @@ pub(super) fn replay(
     Ok(replayed)
 }
 
-/// The conversation of a whole record, or `None` (set aside, counted).
-fn parse(record: &Record, quarantine: &Path, quarantined: &mut usize) -> Option<Conversation> {
-    match serde_json::from_slice::<Conversation>(&record.payload) {
-        Ok(conversation) => Some(conversation),
-        Err(error) => {
-            let name = format!("journal-record-{}.json", record.seq);
-            let kept = keep(quarantine, &name, &record.payload);
-            tracing::error!(seq = record.seq, %error, kept_as = ?kept, "a journal record is not a conversation; set aside");
-            *quarantined += 1;
-            None
+/// The version a change record makes of the record before it (taken
+/// out of `newest`; left there when the change is not of it).
+fn rebuild(
+    newest: &mut HashMap<Uuid, (u64, Conversation)>,
+    base: Base,
+    change: Conversation,
+) -> Result<Conversation, String> {
+    let held = newest
+        .get(&change.id)
+        .map(|(seq, older)| (*seq, older.messages.len()));
+    match held {
+        Some(held) if held == (base.seq, base.messages) => {}
+        _ => {
+            return Err(format!(
+                "it changes record {} ({} messages) of conversation {}, and the journal's newest record of it is {}",
+                base.seq,
+                base.messages,
+                change.id,
+                match held {
+                    Some((seq, messages)) => format!("record {seq} ({messages} messages)"),
+                    None => "none".into(),
+                }
+            ));
         }
     }
+    match newest.remove(&change.id) {
+        Some((_, older)) => delta::apply(older, base, change),
+        None => Err("its earlier record went missing".into()),
+    }
+}
+
+/// Sets aside a whole record that cannot be replayed (counted).
+fn set_aside_record(record: &Record, problem: &str, quarantine: &Path, quarantined: &mut usize) {
+    let name = format!("journal-record-{}.json", record.seq);
+    let kept = keep(quarantine, &name, &record.payload);
+    tracing::error!(seq = record.seq, %problem, kept_as = ?kept, "a journal record cannot be replayed; set aside");
+    *quarantined += 1;
 }
 
 /// Copies a damaged journal file to the quarantine directory. True when

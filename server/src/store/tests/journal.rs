@@ -40,6 +40,35 @@ fn in_file(dir: &Path, conversation: &Conversation) -> Option<Conversation> {
     Some(serde_json::from_slice(&bytes).unwrap())
 }
 
+/// `conversation` with a message added (its earlier messages shared, as
+/// a turn's next save has them).
+fn added(conversation: &Conversation, text: &str) -> Conversation {
+    let mut next = conversation.clone();
+    next.messages
+        .push(asg_shared::fixtures::message(asg_shared::Role::Assistant, text).into());
+    next.status = asg_shared::ConversationStatus::WaitingApproval;
+    next
+}
+
+/// Every record's payload, in journal order (the active file last).
+fn payloads(dir: &Path) -> Vec<String> {
+    let [first, second] = journal_files(dir).map(|p| std::fs::read(p).unwrap());
+    let mut found: Vec<(usize, String)> = Vec::new();
+    for (file, bytes) in [first, second].iter().enumerate() {
+        // A record: "ASGJ", length (u32 LE), seq (u64), checksum (u32).
+        let mut at = 0;
+        while at + 20 <= bytes.len() {
+            let length = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+            let seq = u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()) as usize;
+            let payload = String::from_utf8(bytes[at + 20..at + 20 + length].to_vec()).unwrap();
+            found.push((seq * 2 + file, payload));
+            at += 20 + length;
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
 fn edited(conversation: &Conversation, text: &str) -> Conversation {
     let mut changed = conversation.clone();
     std::sync::Arc::make_mut(&mut changed.messages[0]).content = text.into();
@@ -344,4 +373,103 @@ fn a_checkpoint_writes_the_rows_before_it_empties_the_journal() {
         "its row was written by the checkpoint"
     );
     assert_eq!(store.waiting().unwrap(), [waiting]);
+}
+
+#[test]
+fn a_save_that_adds_messages_journals_only_them_and_a_crash_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let first = conversation(2, "the first message");
+    let second = added(&first, "the second message");
+    let third = added(&second, "the third message");
+    for version in [&first, &second, &third] {
+        store.save(version).unwrap();
+    }
+    let records = payloads(dir.path());
+    assert_eq!(records.len(), 3);
+    assert!(
+        records[0].starts_with("{\"id\":"),
+        "the first save is whole: {}",
+        records[0]
+    );
+    for (record, new) in records[1..]
+        .iter()
+        .zip(["the second message", "the third message"])
+    {
+        assert!(record.starts_with("{\"delta\":"), "a change: {record}");
+        assert!(record.contains(new), "{record}");
+        assert!(
+            !record.contains("the first message"),
+            "an earlier message is not journaled again: {record}"
+        );
+    }
+    assert_eq!(store.load(first.id).unwrap(), Some(third.clone()));
+    drop(store); // a crash: only the journal holds the saves
+
+    let store = open(dir.path());
+    assert_eq!(store.load(first.id).unwrap(), Some(third.clone()));
+    assert_eq!(in_file(dir.path(), &first), Some(third));
+    assert_eq!(store.quarantined(), 0);
+}
+
+#[test]
+fn a_save_after_the_journal_file_changed_is_journaled_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let before = conversation(1, "before the checkpoint");
+    store.save(&before).unwrap();
+    // Saved while the checkpoint writes `before` and then empties the
+    // file that holds its record: a change of that record would be lost.
+    let during = added(&before, "during the checkpoint");
+    store
+        .checkpoint_with(|| store.save(&during).unwrap())
+        .unwrap();
+    let records = payloads(dir.path());
+    assert_eq!(records.len(), 1, "the retired file is empty: {records:?}");
+    assert!(records[0].starts_with("{\"id\":"), "whole: {}", records[0]);
+    let after = added(&during, "after the checkpoint");
+    store.save(&after).unwrap();
+    assert!(
+        payloads(dir.path())[1].starts_with("{\"delta\":"),
+        "a change of a record in the same file"
+    );
+    drop(store); // a crash before the next checkpoint
+
+    let store = open(dir.path());
+    assert_eq!(store.load(before.id).unwrap(), Some(after.clone()));
+    assert_eq!(in_file(dir.path(), &before), Some(after));
+    assert_eq!(store.quarantined(), 0);
+}
+
+#[test]
+fn a_change_whose_earlier_record_is_damaged_is_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let first = conversation(2, "the first message");
+    let second = added(&first, "the second message");
+    let other = conversation(1, "another conversation");
+    for version in [&first, &second, &other] {
+        store.save(version).unwrap();
+    }
+    drop(store);
+    let [active, _] = journal_files(dir.path());
+    let mut bytes = std::fs::read(&active).unwrap();
+    let at = find(&bytes, b"the first message").expect("the first record");
+    bytes[at] = b'T';
+    std::fs::write(&active, &bytes).unwrap();
+
+    let store = open(dir.path());
+    assert_eq!(
+        store.load(first.id).unwrap(),
+        None,
+        "nothing to rebuild it on"
+    );
+    assert_eq!(store.load(other.id).unwrap(), Some(other));
+    assert_eq!(store.quarantined(), 2, "the damaged file and the change");
+    let kept = dir
+        .path()
+        .join(QUARANTINE_DIR)
+        .join("journal-record-2.json");
+    let kept = std::fs::read_to_string(kept).expect("the change is kept for inspection");
+    assert!(kept.contains("the second message"), "{kept}");
 }
