@@ -327,7 +327,8 @@ impl JsonFileStore {
     }
 
     /// Writes every saved conversation whose file is older to its file
-    /// now (the background thread does it every second).
+    /// now (the background thread does it every second, less often when
+    /// checkpoints take long: `checkpoint::pause_after`).
     pub fn checkpoint(&self) -> Result<usize, StoreError> {
         self.checkpoints.run(|| ())
     }
