@@ -1,7 +1,8 @@
 //! What the engine does over a store of one process (the JSON files):
 //! records the turns a crash left unfinished at start, and drops idle
-//! cached conversations so memory does not grow with history. (Over a
-//! shared store the replica sweep does both, `replicas.rs`.)
+//! cached conversations so memory does not grow with history (their last
+//! versions stay in the read cache, which is bounded). (Over a shared
+//! store the replica sweep does both, `replicas.rs`.)
 
 use std::time::Duration;
 
@@ -26,6 +27,13 @@ impl Engine {
         Ok(())
     }
 
+    /// Drops the cached conversations nothing uses now, as every
+    /// [`EVICT_EVERY`] (tests).
+    #[cfg(test)]
+    pub(crate) fn evict_idle_now(&self) {
+        self.inner.evict_idle();
+    }
+
     /// Drops cached conversations nothing uses, every [`EVICT_EVERY`].
     pub(crate) fn start_eviction(&self) {
         let inner = std::sync::Arc::downgrade(&self.inner);
@@ -35,7 +43,7 @@ impl Engine {
                 let Some(inner) = inner.upgrade() else {
                     return;
                 };
-                inner.index.evict_idle();
+                inner.evict_idle();
             }
         });
     }

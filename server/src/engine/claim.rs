@@ -203,19 +203,47 @@ impl Inner {
         outcome
     }
 
-    /// The conversation's slot: cached, or read from the store and cached.
+    /// The conversation's slot: cached, or made from the version the read
+    /// cache keeps (in one process), or read from the store and cached.
     pub(crate) async fn slot(&self, id: Uuid) -> Result<Arc<Slot>, EngineError> {
         loop {
             if let Some(slot) = self.index.get(id) {
                 return Ok(slot);
             }
             let stamp = self.index.evictions();
-            let stored = stored(&self.store, move |s| s.load(id))
-                .await?
-                .ok_or(EngineError::ConversationNotFound(id))?;
-            if let Some(slot) = self.index.cache(stored, stamp) {
+            let read = match self.kept_here(id) {
+                Some(kept) => kept,
+                None => stored(&self.store, move |s| s.load(id))
+                    .await?
+                    .map(Arc::new)
+                    .ok_or(EngineError::ConversationNotFound(id))?,
+            };
+            if let Some(slot) = self.index.cache(read, stamp) {
                 return Ok(slot);
             }
+        }
+    }
+
+    /// The read cache's version of `id` when one process owns the store:
+    /// there every save goes through a slot and drops it from the read
+    /// cache, and a slot dropped idle leaves its last saved version there
+    /// ([`Inner::evict_idle`]), so it is the latest. Over a shared store
+    /// another replica may have saved since.
+    fn kept_here(&self, id: Uuid) -> Option<Arc<Conversation>> {
+        if self.shared() {
+            return None;
+        }
+        self.reads.get(id)
+    }
+
+    /// Drops the slots nothing uses. In one process each dropped slot's
+    /// last saved version stays in the read cache, so the next turn or
+    /// read of it needs no store read (the slot was the latest version).
+    pub(crate) fn evict_idle(&self) {
+        if self.shared() {
+            self.index.evict_idle(|_| {});
+        } else {
+            self.index.evict_idle(|last| self.reads.keep(last));
         }
     }
 

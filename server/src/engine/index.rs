@@ -40,10 +40,10 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    fn new(conversation: Conversation, inbox: Inbox) -> Slot {
+    fn new(conversation: Arc<Conversation>, inbox: Inbox) -> Slot {
         Slot {
             turn: Arc::default(),
-            snapshot: RwLock::new(Arc::new(conversation)),
+            snapshot: RwLock::new(conversation),
             events: OnceLock::new(),
             inbox,
             subscribers: Arc::default(),
@@ -326,7 +326,11 @@ impl ConversationIndex {
     /// use), else a new one. `None` when slots were dropped since the
     /// read: a slot dropped meanwhile may have held a newer version, so
     /// the caller reads again.
-    pub(crate) fn cache(&self, conversation: Conversation, read_after: u64) -> Option<Arc<Slot>> {
+    pub(crate) fn cache(
+        &self,
+        conversation: Arc<Conversation>,
+        read_after: u64,
+    ) -> Option<Arc<Slot>> {
         let mut conversations = write(&self.conversations);
         if let Some(slot) = conversations.get(&conversation.id) {
             return Some(slot.clone());
@@ -340,11 +344,19 @@ impl ConversationIndex {
     }
 
     /// Drops the cached slots nothing uses (they are read again when
-    /// needed). How many are left.
-    pub(crate) fn evict_idle(&self) -> usize {
+    /// needed), handing each one's last saved version to `dropped` while
+    /// no slot can be made again (the index is locked meanwhile). How
+    /// many are left.
+    pub(crate) fn evict_idle(&self, mut dropped: impl FnMut(Arc<Conversation>)) -> usize {
         let mut conversations = write(&self.conversations);
         let before = conversations.len();
-        conversations.retain(|_, slot| slot.in_use());
+        conversations.retain(|_, slot| {
+            let keep = slot.in_use();
+            if !keep {
+                dropped(slot.snapshot());
+            }
+            keep
+        });
         if conversations.len() != before {
             self.evictions.fetch_add(1, Ordering::SeqCst);
         }
@@ -405,7 +417,7 @@ impl ConversationIndex {
     /// Adds a new conversation and returns its slot.
     pub(crate) fn insert_new(&self, conversation: Conversation) -> Arc<Slot> {
         let id = conversation.id;
-        let slot = Arc::new(Slot::new(conversation, self.inbox.clone()));
+        let slot = Arc::new(Slot::new(Arc::new(conversation), self.inbox.clone()));
         write(&self.conversations).insert(id, slot.clone());
         slot
     }
@@ -562,22 +574,38 @@ mod tests {
     fn a_conversation_read_before_slots_were_dropped_is_read_again() {
         let index = ConversationIndex::default();
         let id = Uuid::new_v4();
-        drop(index.cache(conversation(id), index.evictions()).unwrap());
+        let read = || Arc::new(conversation(id));
+        drop(index.cache(read(), index.evictions()).unwrap());
         let read_before_the_drop = index.evictions();
-        assert_eq!(index.evict_idle(), 0, "an idle slot is dropped");
+        assert_eq!(index.evict_idle(|_| {}), 0, "an idle slot is dropped");
         assert!(
-            index
-                .cache(conversation(id), read_before_the_drop)
-                .is_none(),
+            index.cache(read(), read_before_the_drop).is_none(),
             "the dropped slot may have been newer than this read"
         );
-        let slot = index.cache(conversation(id), index.evictions()).unwrap();
-        assert_eq!(index.evict_idle(), 1, "a slot in use is kept");
-        let later = index.cache(conversation(id), read_before_the_drop).unwrap();
+        let slot = index.cache(read(), index.evictions()).unwrap();
+        assert_eq!(index.evict_idle(|_| {}), 1, "a slot in use is kept");
+        let later = index.cache(read(), read_before_the_drop).unwrap();
         assert!(
             Arc::ptr_eq(&slot, &later),
             "the cached slot wins over any read"
         );
+    }
+
+    #[test]
+    fn a_dropped_slot_hands_over_its_last_saved_version() {
+        let index = ConversationIndex::default();
+        let idle = index.insert_new(conversation(Uuid::new_v4()));
+        let busy = index.insert_new(conversation(Uuid::new_v4()));
+        let mut saved = conversation(idle.snapshot().id);
+        saved.session_id = "after the last turn".into();
+        idle.publish(Arc::new(saved));
+        let last = idle.snapshot();
+        drop(idle);
+        let mut dropped = Vec::new();
+        assert_eq!(index.evict_idle(|c| dropped.push(c)), 1);
+        assert_eq!(dropped.len(), 1, "only the idle slot is dropped");
+        assert!(Arc::ptr_eq(&dropped[0], &last), "its last saved version");
+        assert!(index.get(busy.snapshot().id).is_some());
     }
 
     #[test]

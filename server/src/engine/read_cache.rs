@@ -4,6 +4,12 @@
 //! bytes the conversations take (`limits.read_cache_bytes`), the ones
 //! read least out first (CLOCK-Pro).
 //!
+//! In one process it also keeps the last saved version of each
+//! conversation whose slot was dropped idle (`index.rs`,
+//! [`ReadCache::keep`]), and a turn starts from that version: a
+//! conversation used again after two idle seconds is not read from its
+//! file and parsed again.
+//!
 //! It never answers with a version older than one this process saved or
 //! was told of: every save here and every change another replica
 //! announces removes the entry ([`ReadCache::forget`]), and a version read from the store is kept
@@ -72,10 +78,16 @@ impl ReadCache {
         }
     }
 
+    /// Keeps the last saved version of a conversation whose slot was
+    /// dropped idle (one process: nothing saved it since).
+    pub(crate) fn keep(&self, conversation: Arc<Conversation>) {
+        self.cache.insert(conversation.id, conversation);
+    }
+
     /// Drops the kept version of `id`: a process (this one or another)
     /// changed it. While a conversation is in use here its slot answers
-    /// reads (`index.rs`), so a saved version is not kept again until it
-    /// is read after its slot went idle.
+    /// reads (`index.rs`), so a saved version is not kept again until its
+    /// slot is dropped idle (or, over a shared store, it is read again).
     pub(crate) fn forget(&self, id: Uuid) {
         let mut changes = self.lock(stripe(id));
         *changes += 1;

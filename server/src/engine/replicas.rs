@@ -99,7 +99,7 @@ impl Engine {
                 }
             }
         }
-        inner.index.evict_idle();
+        inner.evict_idle();
     }
 }
 

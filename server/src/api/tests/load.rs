@@ -83,6 +83,62 @@ async fn a_conversation_read_again_is_served_without_a_store_read() {
 }
 
 #[tokio::test]
+async fn a_conversation_idle_for_a_while_is_used_again_without_a_store_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(WatchedStore::new(JsonFileStore::open(dir.path()).unwrap()));
+    let engine = Engine::start(scripted_parts(store.clone(), RULES))
+        .await
+        .unwrap();
+    let app = app_of(engine.clone());
+    let id = created(&app).await;
+    let uri = format!("/conversations/{id}");
+    let (status, _) = call(
+        &app,
+        "POST",
+        &format!("{uri}/messages"),
+        r#"{"message":"one"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let loads = store.loads();
+
+    // Its slot is dropped idle (every 2 s in the agent).
+    engine.evict_idle_now();
+    let (status, read) = call(&app, "GET", &uri, Body::empty()).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(
+        &app,
+        "POST",
+        &format!("{uri}/messages"),
+        r#"{"message":"two"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(store.loads(), loads, "neither read nor turn read the store");
+
+    // The turn started from the last saved version: nothing was lost.
+    engine.evict_idle_now();
+    let (_, after) = call(&app, "GET", &uri, Body::empty()).await;
+    let texts = |body: &Value| -> Vec<String> {
+        body["conversation"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["content"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(texts(&read)[1..], ["one", "echo: one"]);
+    assert_eq!(texts(&after)[1..], ["one", "echo: one", "two", "echo: two"]);
+    assert_eq!(store.loads(), loads);
+
+    // And a new process reads the same from the files.
+    drop((app, engine));
+    let (fresh, _) = watched_app(dir.path(), 8, 8).await;
+    let (_, stored) = call(&fresh, "GET", &uri, Body::empty()).await;
+    assert_eq!(texts(&stored), texts(&after));
+}
+
+#[tokio::test]
 async fn a_turn_past_the_running_and_queued_places_gets_503_with_retry_after() {
     let dir = tempfile::tempdir().unwrap();
     let (app, store) = watched_app(dir.path(), 1, 0).await;
