@@ -82,6 +82,13 @@ async fn a_conversation_read_again_is_served_without_a_store_read() {
     );
 }
 
+/// Sends `text` to the conversation at `uri`; the turn answers 200.
+async fn send(app: &axum::Router, uri: &str, text: &str) {
+    let body = json!({ "message": text }).to_string();
+    let (status, answer) = call(app, "POST", &format!("{uri}/messages"), body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
 #[tokio::test]
 async fn a_conversation_idle_for_a_while_is_used_again_without_a_store_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -92,28 +99,14 @@ async fn a_conversation_idle_for_a_while_is_used_again_without_a_store_read() {
     let app = app_of(engine.clone());
     let id = created(&app).await;
     let uri = format!("/conversations/{id}");
-    let (status, _) = call(
-        &app,
-        "POST",
-        &format!("{uri}/messages"),
-        r#"{"message":"one"}"#,
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
+    send(&app, &uri, "one").await;
     let loads = store.loads();
 
     // Its slot is dropped idle (every 2 s in the agent).
     engine.evict_idle_now();
     let (status, read) = call(&app, "GET", &uri, Body::empty()).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = call(
-        &app,
-        "POST",
-        &format!("{uri}/messages"),
-        r#"{"message":"two"}"#,
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
+    send(&app, &uri, "two").await;
     assert_eq!(store.loads(), loads, "neither read nor turn read the store");
 
     // The turn started from the last saved version: nothing was lost.
