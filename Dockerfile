@@ -34,12 +34,14 @@ FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 COPY . .
 # The target directory is a build cache; the binaries are copied out of it.
+# The `dist` profile (Cargo.toml): release with whole-program LTO, as the
+# release archives and the benchmarks build.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins \
+    cargo build --profile dist --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins \
  && mkdir -p /out \
  && for bin in agent mcp-resources mcp-filesystem web asg; do \
-      cp "target/release/$bin" /out/; \
+      cp "target/dist/$bin" /out/; \
     done
 
 # ---- the web chat (Leptos, wasm32) -------------------------------------------

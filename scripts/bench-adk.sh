@@ -14,7 +14,7 @@
 #   process, sessions in memory (nothing durable); round-robin over
 #   $ADK_RUST_SESSIONS sessions (as many as ours: it is fast enough that
 #   500 sessions would grow long histories).
-# - Ours: target/release/agent on testdata/agent-gemini.yaml, the JSON
+# - Ours: target/dist/agent (the `dist` profile: LTO, see Cargo.toml) on testdata/agent-gemini.yaml, the JSON
 #   store in a fresh directory, mcp-resources over stdio;
 #   POST /conversations/{id}/messages round-robin over $OUR_CONVERSATIONS
 #   conversations.
@@ -49,8 +49,8 @@ command -v wrk >/dev/null || { echo "bench-adk: wrk is needed (apt-get install w
 if [[ -n ${ASG_BENCH_BIN:-} ]]; then
   BIN=$(cd "$ASG_BENCH_BIN" && pwd)
 else
-  cargo build --release -p asg-server -p asg-mcp-resources --bins -p asg-tests --bin fake-gemini
-  BIN=$ROOT/target/release
+  cargo build --profile dist -p asg-server -p asg-mcp-resources --bins -p asg-tests --bin fake-gemini
+  BIN=$ROOT/target/dist
 fi
 
 wanted() { [[ " $ANCHORS " == *" $1 "* ]]; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark of the agent server: builds the release binaries and runs the
-# load generator (tests/src/bin/loadgen.rs) against target/release/agent on
+# Benchmark of the agent server: builds the `dist` binaries and runs the
+# load generator (tests/src/bin/loadgen.rs) against target/dist/agent on
 # 127.0.0.1 only. Bounded in requests and time; stops the agent at the end.
 #
 # It measures startup, GET /health, GET /conversations/{id}, full turns and
@@ -50,7 +50,8 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-cargo build --release -p asg-server -p asg-mcp-resources --bins -p asg-tests --bin loadgen --bin hello
+# The `dist` profile (Cargo.toml): what the archives and the image ship.
+cargo build --profile dist -p asg-server -p asg-mcp-resources --bins -p asg-tests --bin loadgen --bin hello
 
 # The a2a-sdk anchor's venv, as the interop tests make it; without PyPI
 # the load generator reports that anchor as skipped.
@@ -69,7 +70,7 @@ if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$hard" ]; then
   ulimit -Sn "$hard"
 fi
 
-exec target/release/loadgen \
-    --agent target/release/agent \
+exec target/dist/loadgen \
+    --agent target/dist/agent \
     --config testdata/agent-resources.yaml \
     "$@"

@@ -90,8 +90,9 @@ ensure_linux_cross() {
 }
 
 # build TARGET: the binaries for TARGET; prints the directory they are in.
-# The host target builds without --target, so it shares target/release
-# with scripts/demo.sh and scripts/bench.sh.
+# The host target builds without --target, so it shares target/dist
+# with scripts/bench.sh (the workspace's `dist` profile: release with
+# whole-program LTO, see Cargo.toml).
 build() {
   local target=$1 var
   if [ -n "${RELEASE_BIN_DIR:-}" ]; then
@@ -104,8 +105,8 @@ build() {
     return
   fi
   if [ "$target" = "$HOST_TARGET" ]; then
-    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins >&2 || return 1
-    echo "$TARGET_DIR/release"
+    cargo build --profile dist --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins >&2 || return 1
+    echo "$TARGET_DIR/dist"
     return
   fi
   var=$(echo "$target" | tr 'a-z-' 'A-Z_')
@@ -113,11 +114,11 @@ build() {
     env "CARGO_TARGET_${var}_LINKER=$CROSS_PREFIX-gcc" \
       "CC_${target//-/_}=$CROSS_PREFIX-gcc" \
       "AR_${target//-/_}=$CROSS_PREFIX-ar" \
-      cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins --target "$target" >&2 || return 1
+      cargo build --profile dist --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins --target "$target" >&2 || return 1
   else
-    cargo build --release --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins --target "$target" >&2 || return 1
+    cargo build --profile dist --locked -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server -p asg-cli --bins --target "$target" >&2 || return 1
   fi
-  echo "$TARGET_DIR/$target/release"
+  echo "$TARGET_DIR/$target/dist"
 }
 
 # The chat bundle is the same for every target.

@@ -95,7 +95,7 @@ struct Args {
     /// The agent binary to benchmark. It starts the MCP server
     /// `mcp-resources` found beside it (else on PATH), so a copied agent
     /// needs its own `mcp-resources` in the same directory.
-    #[arg(long, default_value = "target/release/agent")]
+    #[arg(long, default_value = "target/dist/agent")]
     agent: PathBuf,
     /// The axum hello-world anchor [default: `hello` beside this loadgen].
     #[arg(long, value_name = "FILE")]
@@ -315,7 +315,7 @@ fn beside_me() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.join("hello")))
-        .unwrap_or_else(|| PathBuf::from("target/release/hello"))
+        .unwrap_or_else(|| PathBuf::from("target/dist/hello"))
 }
 
 /// A relative path as given when it exists, else relative to the
@@ -380,7 +380,7 @@ fn locate(path: &Path) -> Result<PathBuf> {
         }
     }
     bail!(
-        "{} not found (build it with `cargo build --release -p asg-server -p asg-mcp-resources --bins`?)",
+        "{} not found (build it with `cargo build --profile dist -p asg-server -p asg-mcp-resources --bins`?)",
         path.display()
     )
 }

@@ -76,7 +76,7 @@ impl Anchor {
 pub async fn hello(s: &Settings, http: &reqwest::Client, log: &Path) -> Anchor {
     if !s.hello.is_file() {
         return Anchor::Skipped(format!(
-            "skipped: no {} (cargo build --release -p asg-tests --bin hello)",
+            "skipped: no {} (cargo build --profile dist -p asg-tests --bin hello)",
             s.hello.display()
         ));
     }
