@@ -143,6 +143,9 @@ pub struct AgentOptions {
     /// such as `./bin/mcp-resources`, resolve against it); the test's own
     /// if None.
     pub cwd: Option<PathBuf>,
+    /// How many files the process may have open (`ulimit -n`, soft and
+    /// hard); the test's own limit if None.
+    pub max_open_files: Option<u32>,
 }
 
 impl AgentOptions {
@@ -188,7 +191,17 @@ impl Agent {
                 (Some(tmp), dir)
             }
         };
-        let mut command = Command::new(binary("agent"));
+        let mut command = match options.max_open_files {
+            None => Command::new(binary("agent")),
+            Some(limit) => {
+                let mut shell = Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(binary("agent"));
+                shell
+            }
+        };
         command
             .arg("--config")
             .arg(config)

@@ -61,6 +61,7 @@ impl Workspace {
             env: fake.env(),
             data_dir: Some(self.path().join("data")),
             cwd: Some(self.path().to_path_buf()),
+            ..AgentOptions::default()
         };
         Agent::start(config, options).await
     }

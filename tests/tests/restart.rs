@@ -2,7 +2,8 @@
 //! tool servers after SIGTERM, an approval interrupted between
 //! "approved" and "result recorded" is reported, never run again, and the
 //! JSON store's catalog kept across a kill, closed by a graceful stop and
-//! rebuilt when it is gone.
+//! rebuilt when it is gone, and more conversations saved than the agent
+//! may open files, there after a kill.
 
 use std::time::{Duration, Instant};
 
@@ -246,4 +247,63 @@ async fn the_catalog_is_kept_across_a_kill_closed_by_a_stop_and_rebuilt_when_gon
     assert_eq!(health["details"]["quarantined_files"], 1, "{health}");
     assert!(!stray.exists(), "a rebuild sets the unreadable file aside");
     assert_eq!(third.list_resources().await.len(), 1);
+}
+
+/// Conversations created at once by [`more_conversations_than_open_files_are_there_after_a_kill`].
+const MANY: usize = 600;
+/// Its agent's limit of open files: far fewer than [`MANY`].
+const FEW_FILES: u32 = 160;
+
+/// Checkpoints and the replay at start held every conversation file they
+/// wrote open until one sync, so past the process's limit of open files
+/// they failed ("Too many open files"), and an agent with that many
+/// conversations in its journal did not start again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn more_conversations_than_open_files_are_there_after_a_kill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = testdata("agent-resources.yaml");
+    let few_files = || AgentOptions {
+        max_open_files: Some(FEW_FILES),
+        ..on(tmp.path())
+    };
+    let mut first = Agent::start(&config, few_files()).await;
+    let creators: Vec<_> = (0..16)
+        .map(|n| {
+            let (http, url) = (first.http.clone(), first.url.clone());
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for turn in (n..MANY).step_by(16) {
+                    let response = http
+                        .post(format!("{url}/conversations"))
+                        .json(&json!({ "message": format!("hello {turn}") }))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(response.status(), 201, "conversation {turn}");
+                    let answer: serde_json::Value = response.json().await.unwrap();
+                    ids.push(conversation_id(&answer));
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for creator in creators {
+        ids.extend(creator.await.unwrap());
+    }
+    assert_eq!(ids.len(), MANY);
+    first.kill();
+
+    let second = Agent::start(&config, few_files()).await;
+    for id in &ids {
+        let (status, conversation) = second.get(&format!("/conversations/{id}")).await;
+        assert_eq!(status, 200, "{id}: {conversation}\n{}", second.log());
+    }
+    let (_, health) = second.get("/health").await;
+    assert_eq!(health["details"]["quarantined_files"], 0, "{health}");
+    assert!(
+        !second.log().contains("Too many open files"),
+        "{}",
+        second.log()
+    );
 }

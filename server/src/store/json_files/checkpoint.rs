@@ -40,6 +40,7 @@ use uuid::Uuid;
 
 use super::commit::Listing;
 use super::journal::Journal;
+use super::sync_files::Syncing;
 use crate::store::StoreError;
 
 /// How often a checkpoint runs while conversations wait for their files
@@ -289,13 +290,14 @@ pub(super) fn file_bytes(conversation: &Conversation) -> std::io::Result<Vec<u8>
 }
 
 /// Writes each `(id, bytes)` over `<dir>/<id>.json` in place (created
-/// owner-only), then syncs them all (`sync_files.rs`) and the directory. Answers how many
+/// owner-only), then syncs them all (`sync_files.rs`: few held open at
+/// once, however many there are) and the directory. Answers how many
 /// were written.
 pub(super) fn write_files<B: AsRef<[u8]>>(
     dir: &Path,
     versions: impl Iterator<Item = std::io::Result<(Uuid, B)>>,
 ) -> std::io::Result<usize> {
-    let mut written: Vec<File> = Vec::new();
+    let mut written = Syncing::new();
     for version in versions {
         let (id, bytes) = version?;
         let target = dir.join(format!("{id}.json"));
@@ -305,14 +307,13 @@ pub(super) fn write_files<B: AsRef<[u8]>>(
                 std::io::Error::other(format!("cannot write {}: {e}", target.display()))
             })?;
         file.flush()?;
-        written.push(file);
+        written.add(file)?;
     }
-    if written.is_empty() {
-        return Ok(0);
+    let count = written.finish()?;
+    if count > 0 {
+        File::open(dir)?.sync_all()?;
     }
-    super::sync_files::sync_files(&written)?;
-    File::open(dir)?.sync_all()?;
-    Ok(written.len())
+    Ok(count)
 }
 
 /// Opens `path` to write it from the start, owner-only (created so, or

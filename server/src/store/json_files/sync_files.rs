@@ -19,16 +19,66 @@
 use std::fs::File;
 use std::sync::OnceLock;
 
-/// Syncs `files`, all just written under one directory: one `syncfs`
-/// where it reports errors, else each file.
-pub(super) fn sync_files(files: &[File]) -> std::io::Result<()> {
-    let Some(first) = files.first() else {
-        return Ok(());
-    };
-    if syncfs_reports_errors() {
-        return syncfs(first);
+/// Files a batch syncs together where each file is synced: the most a
+/// checkpoint holds open at once.
+const OPEN_AT_MOST: usize = 256;
+
+/// The files a checkpoint (or a replay) has written, made durable by
+/// [`Syncing::finish`] while few of them stay open: where one `syncfs`
+/// covers them all, only the first file is kept (the `syncfs` on it
+/// reports any write-back error on the file system since it was opened)
+/// and every other one is closed once written; elsewhere they are synced
+/// [`OPEN_AT_MOST`] at a time. Holding every file open until one sync made
+/// a checkpoint or a replay of more conversations than the process may
+/// open files (1,024 by default) fail with "Too many open files": an agent
+/// with that many conversations in its journal could not start again.
+pub(super) struct Syncing {
+    whole_file_system: bool,
+    first: Option<File>,
+    open: Vec<File>,
+    added: usize,
+}
+
+impl Syncing {
+    /// Syncing the way this kernel allows.
+    pub(super) fn new() -> Syncing {
+        Syncing::with(syncfs_reports_errors())
     }
-    sync_each(files)
+
+    fn with(whole_file_system: bool) -> Syncing {
+        Syncing {
+            whole_file_system,
+            first: None,
+            open: Vec::new(),
+            added: 0,
+        }
+    }
+
+    /// Takes a file just written under the checkpoint's directory.
+    pub(super) fn add(&mut self, file: File) -> std::io::Result<()> {
+        self.added += 1;
+        if self.whole_file_system {
+            // Later files are closed here: the `syncfs` on the first one
+            // writes their pages back and reports their errors.
+            self.first.get_or_insert(file);
+            return Ok(());
+        }
+        self.open.push(file);
+        if self.open.len() >= OPEN_AT_MOST {
+            sync_each(&self.open)?;
+            self.open.clear();
+        }
+        Ok(())
+    }
+
+    /// Makes every file added durable; how many there were.
+    pub(super) fn finish(self) -> std::io::Result<usize> {
+        match &self.first {
+            Some(first) => syncfs(first)?,
+            None => sync_each(&self.open)?,
+        }
+        Ok(self.added)
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -109,22 +159,63 @@ mod tests {
         }
     }
 
+    /// Files written as a checkpoint writes them, each added at once.
+    fn add_files(syncing: &mut Syncing, dir: &std::path::Path, count: usize) {
+        for n in 0..count {
+            let path = dir.join(format!("{n}.json"));
+            std::fs::write(&path, format!("{{\"n\": {n}}}")).unwrap();
+            syncing
+                .add(File::options().write(true).open(path).unwrap())
+                .unwrap();
+        }
+    }
+
     #[test]
     fn both_ways_leave_the_files_synced_and_an_empty_list_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let files: Vec<File> = (0..20)
-            .map(|n| {
-                let path = dir.path().join(format!("{n}.json"));
-                std::fs::write(&path, format!("{{\"n\": {n}}}")).unwrap();
-                File::options().write(true).open(path).unwrap()
-            })
-            .collect();
-        sync_each(&files).unwrap();
-        sync_files(&files).unwrap();
-        sync_files(&[]).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("7.json")).unwrap(),
-            "{\"n\": 7}"
-        );
+        let ways = if cfg!(target_os = "linux") {
+            vec![false, true]
+        } else {
+            vec![false]
+        };
+        for whole_file_system in ways {
+            let dir = tempfile::tempdir().unwrap();
+            let mut syncing = Syncing::with(whole_file_system);
+            add_files(&mut syncing, dir.path(), 20);
+            assert_eq!(syncing.finish().unwrap(), 20);
+            assert_eq!(Syncing::with(whole_file_system).finish().unwrap(), 0);
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("7.json")).unwrap(),
+                "{\"n\": 7}"
+            );
+        }
+    }
+
+    /// Files this process has open now.
+    #[cfg(target_os = "linux")]
+    fn open_files() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    /// A checkpoint or replay of thousands of conversations held every
+    /// file open until its one sync, and failed past the process's limit
+    /// of open files ("Too many open files", 1,024 by default).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn thousands_of_files_are_synced_with_few_open() {
+        for whole_file_system in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let before = open_files();
+            let mut syncing = Syncing::with(whole_file_system);
+            let mut most = 0;
+            for _ in 0..10 {
+                add_files(&mut syncing, dir.path(), 300);
+                most = most.max(open_files());
+            }
+            assert_eq!(syncing.finish().unwrap(), 3_000);
+            assert!(
+                most < before + 1_500,
+                "{most} files open while syncing 3,000 (whole file system: {whole_file_system}), {before} before"
+            );
+        }
     }
 }
