@@ -1,8 +1,9 @@
 //! What a server binary does at start and stop, the same for the agent,
 //! `web` and the tool servers: logging ([`init_logging`]), the
 //! exit code of a failed start ([`exit_code`]), SIGINT / SIGTERM
-//! ([`shutdown_signal`]) and the address its listening line prints
-//! ([`shown`]).
+//! ([`shutdown_signal`]), the limit of open files
+//! ([`raise_open_files_limit`]) and the address its listening line
+//! prints ([`shown`]).
 
 use std::net::SocketAddr;
 
@@ -55,6 +56,63 @@ pub async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutdown signal received");
+}
+
+/// The soft limit of open files before and after
+/// [`raise_open_files_limit`] (`None`: unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFilesLimit {
+    /// The soft limit the process started with.
+    pub before: Option<u64>,
+    /// The soft limit now: the hard limit when it could be raised.
+    pub now: Option<u64>,
+}
+
+/// Raises the process's soft limit of open files to its hard limit, as
+/// Go's runtime does at start. Every client connection and every file a
+/// checkpoint writes takes one, and the usual soft limit (1,024) is
+/// what a thousand clients exhaust first: past it `accept` fails and
+/// clients wait. The hard limit is the administrator's (`ulimit -Hn`,
+/// `LimitNOFILE=`); it is left as it is. Where the hard limit cannot be
+/// taken whole (macOS refuses "unlimited"), the soft one stays.
+#[cfg(unix)]
+pub fn raise_open_files_limit() -> OpenFilesLimit {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let before = limit.current;
+    let wanted = Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    let raised = before.is_some() && setrlimit(Resource::Nofile, wanted).is_ok();
+    OpenFilesLimit {
+        before,
+        now: if raised { limit.maximum } else { before },
+    }
+}
+
+impl OpenFilesLimit {
+    /// Logs the change, if any (after logging starts).
+    pub fn log(&self) {
+        if self.before != self.now {
+            let shown =
+                |limit: Option<u64>| limit.map_or("unlimited".to_string(), |n| n.to_string());
+            tracing::info!(
+                from = %shown(self.before),
+                to = %shown(self.now),
+                "raised the soft limit of open files to the hard limit"
+            );
+        }
+    }
+}
+
+/// Elsewhere the limit is left as it is.
+#[cfg(not(unix))]
+pub fn raise_open_files_limit() -> OpenFilesLimit {
+    OpenFilesLimit {
+        before: None,
+        now: None,
+    }
 }
 
 /// The address to print: loopback for an unspecified bind address.

@@ -146,6 +146,9 @@ pub struct AgentOptions {
     /// How many files the process may have open (`ulimit -n`, soft and
     /// hard); the test's own limit if None.
     pub max_open_files: Option<u32>,
+    /// The soft limit of open files alone (`ulimit -S -n`), the hard one
+    /// left as it is; the test's own if None.
+    pub soft_open_files: Option<u32>,
 }
 
 impl AgentOptions {
@@ -191,16 +194,22 @@ impl Agent {
                 (Some(tmp), dir)
             }
         };
-        let mut command = match options.max_open_files {
-            None => Command::new(binary("agent")),
-            Some(limit) => {
-                let mut shell = Command::new("sh");
-                shell
-                    .arg("-c")
-                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
-                    .arg(binary("agent"));
-                shell
-            }
+        let limits: Vec<String> = [
+            options.max_open_files.map(|n| format!("ulimit -n {n}")),
+            options.soft_open_files.map(|n| format!("ulimit -S -n {n}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut command = if limits.is_empty() {
+            Command::new(binary("agent"))
+        } else {
+            let mut shell = Command::new("sh");
+            shell
+                .arg("-c")
+                .arg(format!("{} && exec \"$0\" \"$@\"", limits.join(" && ")))
+                .arg(binary("agent"));
+            shell
         };
         command
             .arg("--config")

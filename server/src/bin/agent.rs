@@ -7,7 +7,9 @@ use agent_server::app::App;
 use agent_server::config::AgentConfig;
 use agent_server::store::postgres;
 use agent_server::telemetry;
-use asg_http::process::{exit_code, init_logging, shutdown_signal};
+use asg_http::process::{
+    OpenFilesLimit, exit_code, init_logging, raise_open_files_limit, shutdown_signal,
+};
 use clap::Parser;
 
 /// Agent Stop and Go: an agent server that stops before destructive actions
@@ -76,6 +78,7 @@ const MAX_BLOCKING_THREADS: usize = 64;
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    let open_files = raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
@@ -94,7 +97,7 @@ fn main() -> ExitCode {
                 init_logging();
                 check(&args.config)
             }
-            None => run(args).await,
+            None => run(args, open_files).await,
         }
     }))
 }
@@ -137,7 +140,7 @@ fn check(path: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-async fn run(args: Args) -> Result<(), String> {
+async fn run(args: Args, open_files: OpenFilesLimit) -> Result<(), String> {
     let mut config = AgentConfig::load(&args.config).map_err(|e| e.to_string())?;
     if let Some(host) = args.host {
         config.host = host;
@@ -159,6 +162,7 @@ async fn run(args: Args) -> Result<(), String> {
     // Logging and traces, named after the agent (the configuration is
     // read first: its errors are printed, not logged).
     let telemetry = telemetry::init(&config.name, config.telemetry.record_arguments)?;
+    open_files.log();
     let address = format!("{}:{}", config.host, config.port);
     let listener = tokio::net::TcpListener::bind(&address)
         .await

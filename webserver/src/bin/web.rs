@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use asg_http::process::{exit_code, init_logging, shutdown_signal};
+use asg_http::process::{exit_code, init_logging, raise_open_files_limit, shutdown_signal};
 use asg_web_server::{WebConfig, router};
 use clap::Parser;
 
@@ -31,7 +31,9 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let open_files = raise_open_files_limit();
     init_logging();
+    open_files.log();
     exit_code(run(Args::parse()).await)
 }
 
