@@ -6,9 +6,12 @@
 //! keeps the address from being reused while the body is kept but not
 //! the conversation itself: an old version, or one the read cache let
 //! go, is freed at once rather than held beside its body, outside the
-//! bytes the cache counts.
+//! bytes the cache counts. A body whose version nobody holds any more
+//! can answer no GET: it is dropped within [`ORPHANS_EVERY`], so the
+//! bodies' memory goes back with the read cache's when the agent is idle.
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use asg_shared::Conversation;
 use axum::body::{Body, Bytes};
@@ -19,6 +22,9 @@ use quick_cache::sync::Cache;
 use uuid::Uuid;
 
 use super::logging::ConversationTag;
+
+/// How often bodies of versions nobody holds are dropped.
+pub const ORPHANS_EVERY: Duration = Duration::from_secs(2);
 
 /// Bodies of recently read conversations.
 #[derive(Clone)]
@@ -66,6 +72,21 @@ impl RenderedBodies {
         }
     }
 
+    /// Drops, every [`ORPHANS_EVERY`] while this cache is in use, the
+    /// bodies of versions nobody holds (needs a tokio runtime).
+    pub fn start_dropping_orphans(&self) {
+        let cache = Arc::downgrade(&self.cache);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(ORPHANS_EVERY).await;
+                let Some(cache) = cache.upgrade() else {
+                    return;
+                };
+                drop_orphans(&cache);
+            }
+        });
+    }
+
     /// `{"conversation": …}` for this version, made at most once while
     /// it is kept.
     pub fn body(&self, conversation: &Arc<Conversation>) -> Result<Bytes, serde_json::Error> {
@@ -106,6 +127,12 @@ impl RenderedBodies {
         });
         response
     }
+}
+
+/// Drops the bodies whose version is gone: no GET can be answered
+/// with them.
+fn drop_orphans(cache: &Cache<Uuid, Kept, BodyBytes>) {
+    cache.retain(|_, kept| kept.0.strong_count() > 0);
 }
 
 #[cfg(test)]
@@ -179,5 +206,23 @@ mod tests {
             RenderedBodies::beside_read_cache(32 << 20).cache.capacity(),
             16 << 20
         );
+    }
+
+    #[test]
+    fn a_body_whose_version_is_gone_is_dropped_and_a_held_one_stays() {
+        let bodies = RenderedBodies::default();
+        let held = Arc::new(fixtures::conversation());
+        let mut other = fixtures::conversation();
+        other.id = Uuid::new_v4();
+        let gone = Arc::new(other);
+        bodies.body(&held).unwrap();
+        bodies.body(&gone).unwrap();
+        let gone_id = gone.id;
+        drop(gone);
+
+        drop_orphans(&bodies.cache);
+
+        assert!(bodies.cache.get(&held.id).is_some(), "its version is held");
+        assert!(bodies.cache.get(&gone_id).is_none(), "nobody holds it");
     }
 }

@@ -48,6 +48,8 @@ pub struct App {
     notifier: Arc<Notifier>,
     /// Slack and email.
     channels: Arc<Channels>,
+    /// Bodies of `GET /conversations/{id}`, made once per version.
+    rendered: api::rendered::RenderedBodies,
 }
 
 impl App {
@@ -112,7 +114,10 @@ impl App {
         let reconciling = engine.clone();
         tokio::spawn(async move { reconciling.reconcile_proxy_approvals().await });
         auth.warm_up();
+        let rendered =
+            api::rendered::RenderedBodies::beside_read_cache(config.limits.read_cache_bytes);
         Ok(App {
+            rendered,
             auth,
             notifier: Arc::new(notifier),
             channels: Arc::new(channels),
@@ -131,9 +136,7 @@ impl App {
             engine: self.engine.clone(),
             quarantined_files: self.quarantined_files,
             auth: self.auth.clone(),
-            rendered: api::rendered::RenderedBodies::beside_read_cache(
-                self.config.limits.read_cache_bytes,
-            ),
+            rendered: self.rendered.clone(),
             hosts: Arc::new(HostPolicy::new(
                 &self.config.host,
                 &self.config.allowed_hosts,
@@ -169,6 +172,7 @@ impl App {
         let port = listener.local_addr()?.port();
         let (stopping, stop_flag) = tokio::sync::watch::channel(false);
         let router = self.router(port, stop_flag);
+        self.rendered.start_dropping_orphans();
         self.notifier
             .start(&self.config.public_base_url(port))
             .await;
@@ -301,6 +305,7 @@ fn engine_limits(config: &AgentConfig) -> EngineLimits {
         max_subscribers_per_conversation: config.limits.max_subscribers_per_conversation,
         max_subscribers: config.limits.max_subscribers,
         read_cache_bytes: config.limits.read_cache_bytes,
+        read_cache_idle: config.limits.read_cache_idle(),
         max_running_turns: config.limits.max_running_turns,
         max_queued_turns: config.limits.max_queued_turns,
     }

@@ -341,6 +341,12 @@ fn load_limits_have_defaults_and_zero_places_are_refused() {
     );
     assert_eq!(limits.read_cache_bytes, 32 << 20);
     assert_eq!(
+        limits.read_cache_idle(),
+        Some(std::time::Duration::from_secs(10))
+    );
+    let never = parse("limits: { read_cache_idle_secs: 0 }").unwrap();
+    assert_eq!(never.limits.read_cache_idle(), None, "0: never");
+    assert_eq!(
         (limits.max_running_turns, limits.max_queued_turns),
         (256, 4096)
     );

@@ -239,12 +239,14 @@ impl Inner {
     /// Drops the slots nothing uses. In one process each dropped slot's
     /// last saved version stays in the read cache, so the next turn or
     /// read of it needs no store read (the slot was the latest version).
+    /// Then the read cache lets go of what was not read for a while.
     pub(crate) fn evict_idle(&self) {
         if self.shared() {
             self.index.evict_idle(|_| {});
         } else {
             self.index.evict_idle(|last| self.reads.keep(last));
         }
+        self.reads.sweep_if_due(std::time::Instant::now());
     }
 
     /// The current version of a conversation: the slot's in one process,

@@ -252,6 +252,9 @@ pub struct EngineLimits {
     pub max_subscribers: usize,
     /// Bytes of conversations kept for reading again (about).
     pub read_cache_bytes: u64,
+    /// How long a conversation not read stays kept for reading again
+    /// (about; `None`: as long as the bytes allow).
+    pub read_cache_idle: Option<std::time::Duration>,
     /// Turns running at once.
     pub max_running_turns: usize,
     /// Turns waiting for a place to run; past it, requests are refused.
@@ -266,6 +269,7 @@ impl Default for EngineLimits {
             max_subscribers_per_conversation: 32,
             max_subscribers: 1024,
             read_cache_bytes: crate::config::DEFAULT_READ_CACHE_BYTES,
+            read_cache_idle: Some(crate::config::DEFAULT_READ_CACHE_IDLE),
             max_running_turns: 256,
             max_queued_turns: 4096,
         }
@@ -344,7 +348,10 @@ impl Engine {
                     parts.limits.max_subscribers,
                 ),
                 index,
-                reads: read_cache::ReadCache::new(parts.limits.read_cache_bytes),
+                reads: read_cache::ReadCache::new(
+                    parts.limits.read_cache_bytes,
+                    parts.limits.read_cache_idle,
+                ),
                 admission: admission::Admission::new(
                     parts.limits.max_running_turns,
                     parts.limits.max_queued_turns,

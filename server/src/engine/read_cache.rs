@@ -4,6 +4,11 @@
 //! bytes the conversations take (`limits.read_cache_bytes`), the ones
 //! read least out first (CLOCK-Pro).
 //!
+//! A conversation not read for about `limits.read_cache_idle_secs` leaves
+//! it ([`ReadCache::sweep_if_due`], from the engine's idle sweep), so an
+//! agent nobody reads gives that memory back rather than holding its
+//! bytes' worth of old conversations.
+//!
 //! In one process it also keeps the last saved version of each
 //! conversation whose slot was dropped idle (`index.rs`,
 //! [`ReadCache::keep`]), and a turn starts from that version: a
@@ -22,7 +27,9 @@
 //! `claim.rs`). Authorization is not the cache's business: the
 //! engine's gate judges what it returns, as it judges a stored version.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use asg_shared::Conversation;
 use quick_cache::Weighter;
@@ -35,8 +42,28 @@ const STRIPES: usize = 64;
 
 /// The cache and its change counters.
 pub(crate) struct ReadCache {
-    cache: Cache<Uuid, Arc<Conversation>, ByWeight>,
+    cache: Cache<Uuid, Arc<Kept>, ByWeight>,
     changes: Vec<Mutex<u64>>,
+    /// Sweeps for conversations not read: every half of the idle time
+    /// (`None`: never).
+    sweep_every: Option<Duration>,
+    last_sweep: Mutex<Instant>,
+}
+
+/// A kept conversation, and whether it was read (or kept) since the
+/// last sweep.
+struct Kept {
+    conversation: Arc<Conversation>,
+    read: AtomicBool,
+}
+
+impl Kept {
+    fn new(conversation: Arc<Conversation>) -> Arc<Kept> {
+        Arc::new(Kept {
+            conversation,
+            read: AtomicBool::new(true),
+        })
+    }
 }
 
 /// Taken before a store read: the change count of the read's stripe.
@@ -47,17 +74,52 @@ pub(crate) struct Ticket {
 }
 
 impl ReadCache {
-    /// A cache holding about `max_bytes` of conversations (0: none).
-    pub(crate) fn new(max_bytes: u64) -> ReadCache {
+    /// A cache holding about `max_bytes` of conversations (0: none),
+    /// each for about `idle` after it was last read (`None`: as long as
+    /// the bytes allow).
+    pub(crate) fn new(max_bytes: u64, idle: Option<Duration>) -> ReadCache {
         ReadCache {
             cache: Cache::with_weighter(estimated_items(max_bytes), max_bytes, ByWeight),
             changes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
+            sweep_every: idle.map(|idle| idle / 2),
+            last_sweep: Mutex::new(Instant::now()),
         }
     }
 
     /// The kept version of `id`.
     pub(crate) fn get(&self, id: Uuid) -> Option<Arc<Conversation>> {
-        self.cache.get(&id)
+        let kept = self.cache.get(&id)?;
+        // Written once per sweep, not at every read of a busy one.
+        if !kept.read.load(Ordering::Relaxed) {
+            kept.read.store(true, Ordering::Relaxed);
+        }
+        Some(kept.conversation.clone())
+    }
+
+    /// Drops the conversations not read since the last sweep, when half
+    /// the idle time has passed since it (so one not read for between
+    /// half of it and all of it leaves). Nothing without an idle time.
+    pub(crate) fn sweep_if_due(&self, now: Instant) {
+        let Some(every) = self.sweep_every else {
+            return;
+        };
+        {
+            let mut last = self
+                .last_sweep
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if now.saturating_duration_since(*last) < every {
+                return;
+            }
+            *last = now;
+        }
+        self.drop_unread();
+    }
+
+    /// Drops the conversations not read (nor kept) since the last call.
+    fn drop_unread(&self) {
+        self.cache
+            .retain(|_, kept| kept.read.swap(false, Ordering::Relaxed));
     }
 
     /// To take before reading `id` from the store.
@@ -74,14 +136,14 @@ impl ReadCache {
     pub(crate) fn offer(&self, ticket: Ticket, conversation: Arc<Conversation>) {
         let changes = self.lock(ticket.stripe);
         if *changes == ticket.changes {
-            self.cache.insert(conversation.id, conversation);
+            self.cache.insert(conversation.id, Kept::new(conversation));
         }
     }
 
     /// Keeps the last saved version of a conversation whose slot was
     /// dropped idle (one process: nothing saved it since).
     pub(crate) fn keep(&self, conversation: Arc<Conversation>) {
-        self.cache.insert(conversation.id, conversation);
+        self.cache.insert(conversation.id, Kept::new(conversation));
     }
 
     /// Drops the kept version of `id`: a process (this one or another)
@@ -113,9 +175,9 @@ pub(crate) fn estimated_items(max_bytes: u64) -> usize {
 #[derive(Clone)]
 struct ByWeight;
 
-impl Weighter<Uuid, Arc<Conversation>> for ByWeight {
-    fn weight(&self, _: &Uuid, conversation: &Arc<Conversation>) -> u64 {
-        weight(conversation).into()
+impl Weighter<Uuid, Arc<Kept>> for ByWeight {
+    fn weight(&self, _: &Uuid, kept: &Arc<Kept>) -> u64 {
+        weight(&kept.conversation).into()
     }
 }
 
@@ -157,7 +219,7 @@ mod tests {
 
     #[test]
     fn a_read_older_than_a_save_here_is_not_kept() {
-        let cache = ReadCache::new(1 << 20);
+        let cache = ReadCache::new(1 << 20, None);
         let id = fixtures::uuid();
         let ticket = cache.ticket(id);
         cache.forget(id);
@@ -167,7 +229,7 @@ mod tests {
 
     #[test]
     fn a_read_older_than_another_replicas_change_is_not_kept() {
-        let cache = ReadCache::new(1 << 20);
+        let cache = ReadCache::new(1 << 20, None);
         let id = fixtures::uuid();
         let ticket = cache.ticket(id);
         cache.forget(id);
@@ -182,7 +244,7 @@ mod tests {
 
     #[test]
     fn the_cache_holds_about_its_bytes() {
-        let cache = ReadCache::new(64 * 1024);
+        let cache = ReadCache::new(64 * 1024, None);
         let big = "x".repeat(8 * 1024);
         for _ in 0..100 {
             let id = fixtures::uuid();
@@ -193,5 +255,40 @@ mod tests {
             (1..=8).contains(&kept),
             "{kept} conversations of 8 KiB kept in 64 KiB"
         );
+    }
+
+    #[test]
+    fn a_conversation_not_read_between_two_sweeps_leaves_and_a_read_one_stays() {
+        let cache = ReadCache::new(1 << 20, Some(Duration::from_secs(10)));
+        let (read, unread) = (fixtures::uuid(), Uuid::new_v4());
+        cache.keep(version(read, "read"));
+        cache.offer(cache.ticket(unread), version(unread, "unread"));
+        let start = *cache.last_sweep.lock().unwrap();
+
+        cache.sweep_if_due(start + Duration::from_secs(4));
+        assert_eq!(cache.cache.len(), 2, "not due before half the idle time");
+        cache.sweep_if_due(start + Duration::from_secs(5));
+        assert_eq!(cache.cache.len(), 2, "kept or read since the last sweep");
+        assert!(cache.get(read).is_some());
+        cache.sweep_if_due(start + Duration::from_secs(9));
+        assert_eq!(cache.cache.len(), 2, "not due yet");
+        cache.sweep_if_due(start + Duration::from_secs(10));
+        assert!(cache.get(unread).is_none(), "not read for 5 to 10 s: gone");
+        assert!(cache.get(read).is_some(), "read since the last sweep");
+        cache.sweep_if_due(start + Duration::from_secs(15));
+        cache.sweep_if_due(start + Duration::from_secs(20));
+        assert!(cache.get(read).is_none(), "gone once not read either");
+    }
+
+    #[test]
+    fn without_an_idle_time_only_the_bytes_bound_the_cache() {
+        let cache = ReadCache::new(1 << 20, None);
+        let id = fixtures::uuid();
+        cache.keep(version(id, "kept"));
+        let start = Instant::now();
+        for hours in 1..4 {
+            cache.sweep_if_due(start + Duration::from_secs(3600 * hours));
+        }
+        assert!(cache.get(id).is_some());
     }
 }
