@@ -69,6 +69,37 @@ pub fn capture_output(
     port_rx
 }
 
+/// Resident memory of a process (Linux, `VmRSS` of `/proc/<pid>/status`),
+/// in bytes.
+pub fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .expect("VmRSS in /proc/<pid>/status");
+    let kib: u64 = line["VmRSS:".len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("VmRSS in kB");
+    kib * 1024
+}
+
+/// [`rss`] once it stopped moving (two readings 200 ms apart within 64
+/// KiB), at most 5 s.
+pub fn settled_rss(pid: u32) -> u64 {
+    let mut last = rss(pid);
+    for _ in 0..25 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = rss(pid);
+        if now.abs_diff(last) <= 64 << 10 {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,45 +4,14 @@
 //! accepts (about 40 KiB here); the agent serves one shared table.
 
 use std::net::TcpStream;
-use std::time::Duration;
 
-use asg_tests::{Agent, AgentOptions, testdata};
+use asg_tests::{Agent, AgentOptions, settled_rss, testdata};
 
 /// Idle connections opened at once.
 const CONNECTIONS: usize = 400;
 /// Most resident memory one idle connection may add (one shared table:
 /// about 2.6 KiB measured; a copied one: about 40).
 const MAX_BYTES_PER_CONNECTION: u64 = 12 << 10;
-
-fn rss(pid: u32) -> u64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the agent's status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .expect("VmRSS in /proc/<pid>/status");
-    let kib: u64 = line["VmRSS:".len()..]
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .expect("VmRSS in kB");
-    kib * 1024
-}
-
-/// RSS once it stopped moving (two readings 200 ms apart within 64 KiB),
-/// at most 5 s.
-fn settled_rss(pid: u32) -> u64 {
-    let mut last = rss(pid);
-    for _ in 0..25 {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = rss(pid);
-        if now.abs_diff(last) <= 64 << 10 {
-            return now;
-        }
-        last = now;
-    }
-    last
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_connection_costs_the_agent_a_few_kib() {
