@@ -330,7 +330,8 @@ fn in_workspace(path: &Path) -> PathBuf {
 }
 
 /// Warnings about the machine: the agent's MCP server not beside it, too
-/// few file descriptors for the overload clients.
+/// few file descriptors for the overload clients even with the soft
+/// limit raised to the hard one (as the agent raises its own).
 fn preflight(s: &Settings) {
     let mcp = s.agent.with_file_name("mcp-resources");
     if !mcp.is_file() {
@@ -339,13 +340,14 @@ fn preflight(s: &Settings) {
             mcp.display()
         );
     }
+    asg_http::process::raise_open_files_limit();
     let wanted = 2 * s.overload.clients as u64 + 256;
     if let Some(limit) = open_files_limit()
         && limit < wanted
     {
         eprintln!(
-            "loadgen: warning: the open-files limit is {limit}; {} overload clients want about \
-             {wanted} (scripts/bench.sh raises it: ulimit -n)",
+            "loadgen: warning: the open-files limit is {limit}, the hard limit included; {} \
+             overload clients want about {wanted} (raise it: ulimit -Hn, LimitNOFILE=)",
             s.overload.clients
         );
     }
