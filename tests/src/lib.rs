@@ -343,6 +343,42 @@ impl Agent {
         }
     }
 
+    /// Creates `count` conversations, 16 at once, the `n`th with
+    /// `message(n)` as its first message (each must answer 201); their ids.
+    pub async fn create_conversations(
+        &self,
+        count: usize,
+        message: fn(usize) -> String,
+    ) -> Vec<String> {
+        const AT_ONCE: usize = 16;
+        let creators: Vec<_> = (0..AT_ONCE)
+            .map(|first| {
+                let (http, url) = (self.http.clone(), self.url.clone());
+                tokio::spawn(async move {
+                    let mut ids = Vec::new();
+                    for n in (first..count).step_by(AT_ONCE) {
+                        let response = http
+                            .post(format!("{url}/conversations"))
+                            .json(&serde_json::json!({ "message": message(n) }))
+                            .send()
+                            .await
+                            .unwrap();
+                        assert_eq!(response.status(), 201, "conversation {n}");
+                        let answer: Value = response.json().await.unwrap();
+                        ids.push(conversation_id(&answer));
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for creator in creators {
+            ids.extend(creator.await.unwrap());
+        }
+        assert_eq!(ids.len(), count);
+        ids
+    }
+
     /// GET, returning status and JSON (or the text as a JSON string).
     pub async fn get(&self, path: &str) -> (u16, Value) {
         let response = self

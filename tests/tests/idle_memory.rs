@@ -7,8 +7,7 @@
 
 use std::time::Duration;
 
-use asg_tests::{Agent, AgentOptions, config_with, conversation_id, settled_rss};
-use serde_json::{Value, json};
+use asg_tests::{Agent, AgentOptions, config_with, settled_rss};
 
 /// Conversations made, each with one long message.
 const CONVERSATIONS: usize = 320;
@@ -28,7 +27,11 @@ async fn an_idle_agent_gives_back_its_read_caches_memory_and_still_answers() {
         .await
         .unwrap();
 
-    let ids = create_long_conversations(&agent).await;
+    let ids = agent
+        .create_conversations(CONVERSATIONS, |n| {
+            format!("{n} {}", "x".repeat(MESSAGE_BYTES))
+        })
+        .await;
     read_each(&agent, &ids).await;
     let loaded = tokio::task::spawn_blocking(move || settled_rss(pid))
         .await
@@ -52,37 +55,6 @@ async fn an_idle_agent_gives_back_its_read_caches_memory_and_still_answers() {
     );
 
     read_each(&agent, &ids).await;
-}
-
-/// [`CONVERSATIONS`] conversations, 16 made at once.
-async fn create_long_conversations(agent: &Agent) -> Vec<String> {
-    let creators: Vec<_> = (0..16)
-        .map(|n| {
-            let (http, url) = (agent.http.clone(), agent.url.clone());
-            tokio::spawn(async move {
-                let mut ids = Vec::new();
-                for turn in (n..CONVERSATIONS).step_by(16) {
-                    let message = format!("{turn} {}", "x".repeat(MESSAGE_BYTES));
-                    let response = http
-                        .post(format!("{url}/conversations"))
-                        .json(&json!({ "message": message }))
-                        .send()
-                        .await
-                        .unwrap();
-                    assert_eq!(response.status(), 201, "conversation {turn}");
-                    let answer: Value = response.json().await.unwrap();
-                    ids.push(conversation_id(&answer));
-                }
-                ids
-            })
-        })
-        .collect();
-    let mut ids = Vec::new();
-    for creator in creators {
-        ids.extend(creator.await.unwrap());
-    }
-    assert_eq!(ids.len(), CONVERSATIONS);
-    ids
 }
 
 /// Reads every conversation: its long message is there.

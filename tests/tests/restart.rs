@@ -267,31 +267,9 @@ async fn more_conversations_than_open_files_are_there_after_a_kill() {
         ..on(tmp.path())
     };
     let mut first = Agent::start(&config, few_files()).await;
-    let creators: Vec<_> = (0..16)
-        .map(|n| {
-            let (http, url) = (first.http.clone(), first.url.clone());
-            tokio::spawn(async move {
-                let mut ids = Vec::new();
-                for turn in (n..MANY).step_by(16) {
-                    let response = http
-                        .post(format!("{url}/conversations"))
-                        .json(&json!({ "message": format!("hello {turn}") }))
-                        .send()
-                        .await
-                        .unwrap();
-                    assert_eq!(response.status(), 201, "conversation {turn}");
-                    let answer: serde_json::Value = response.json().await.unwrap();
-                    ids.push(conversation_id(&answer));
-                }
-                ids
-            })
-        })
-        .collect();
-    let mut ids = Vec::new();
-    for creator in creators {
-        ids.extend(creator.await.unwrap());
-    }
-    assert_eq!(ids.len(), MANY);
+    let ids = first
+        .create_conversations(MANY, |n| format!("hello {n}"))
+        .await;
     first.kill();
 
     let second = Agent::start(&config, few_files()).await;
