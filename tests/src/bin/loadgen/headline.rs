@@ -260,7 +260,7 @@ fn overload_rows(o: &Overload) -> Vec<Row> {
         load: o.phase.load_text(),
     };
     let threads = |s: ProcSample| s.threads.to_string();
-    let mib = |s: ProcSample| format!("{:.0}", s.rss as f64 / 1048576.0);
+    let mib = |bytes: u64| format!("{:.0}", bytes as f64 / 1048576.0);
     vec![
         row(
             "agent threads",
@@ -269,8 +269,13 @@ fn overload_rows(o: &Overload) -> Vec<Row> {
         ),
         row(
             "agent RSS",
-            course(o, &mib, " MiB", &idle),
+            course(o, &|s| mib(s.rss), " MiB", &idle),
             "≤ 64 MB under load, back near start when idle",
+        ),
+        row(
+            "agent RSS without its code (RssAnon)",
+            course(o, &|s| mib(s.anon), " MiB", &idle),
+            NONE,
         ),
         row(
             "answers",
@@ -416,6 +421,7 @@ mod tests {
             Some(ProcSample {
                 threads,
                 rss: mib * 1048576,
+                anon: (mib - 20) * 1048576,
             })
         };
         let overload = Overload {
@@ -436,8 +442,12 @@ mod tests {
         );
         assert_eq!(
             rows[2].ours,
+            "5 → peak 187, end 187, 178 MiB after 20 s idle"
+        );
+        assert_eq!(
+            rows[3].ours,
             "3 ok (3/s, p99 3000 ms), 4 over 2 s, 2 non-2xx (1 × 503), 1 unanswered"
         );
-        assert_eq!(rows[2].load, "2.00 -> 3.00");
+        assert_eq!(rows[3].load, "2.00 -> 3.00");
     }
 }

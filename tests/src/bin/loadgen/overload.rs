@@ -52,6 +52,10 @@ pub struct ProcSample {
     pub threads: u64,
     /// Bytes.
     pub rss: u64,
+    /// Bytes of `rss` that are the process's own (`RssAnon`: heap,
+    /// stacks). The rest is mostly the binary's code (`RssFile`): pages
+    /// shared with the page cache, which the kernel may take back.
+    pub anon: u64,
 }
 
 impl ProcSample {
@@ -65,11 +69,13 @@ impl ProcSample {
         ProcSample {
             threads: self.threads.max(other.threads),
             rss: self.rss.max(other.rss),
+            anon: self.anon.max(other.anon),
         }
     }
 }
 
-/// `Threads:` and `VmRSS:` (kB) of a `/proc/<pid>/status` text.
+/// `Threads:`, `VmRSS:` and `RssAnon:` (kB) of a `/proc/<pid>/status`
+/// text.
 pub fn parse_status(text: &str) -> Option<ProcSample> {
     let field = |name: &str| -> Option<u64> {
         let line = text.lines().find(|l| l.starts_with(name))?;
@@ -78,6 +84,7 @@ pub fn parse_status(text: &str) -> Option<ProcSample> {
     Some(ProcSample {
         threads: field("Threads:")?,
         rss: field("VmRSS:")? * 1024,
+        anon: field("RssAnon:")? * 1024,
     })
 }
 
@@ -102,8 +109,9 @@ pub struct Overload {
 
 impl Overload {
     pub fn to_json(&self) -> Value {
-        let sample =
-            |s: Option<ProcSample>| s.map(|s| json!({"threads": s.threads, "rss_bytes": s.rss}));
+        let sample = |s: Option<ProcSample>| {
+            s.map(|s| json!({"threads": s.threads, "rss_bytes": s.rss, "rss_anon_bytes": s.anon}))
+        };
         let r = &self.phase.result;
         json!({
             "work": self.work,
@@ -306,17 +314,19 @@ mod tests {
 
     #[test]
     fn threads_and_rss_are_read_from_proc_status() {
-        let status = "Name:\tagent\nVmPeak:\t  900000 kB\nVmRSS:\t   25600 kB\nThreads:\t5\n";
+        let status = "Name:\tagent\nVmPeak:\t  900000 kB\nVmRSS:\t   25600 kB\n\
+                      RssAnon:\t    6400 kB\nRssFile:\t   19200 kB\nThreads:\t5\n";
         assert_eq!(
             parse_status(status),
             Some(ProcSample {
                 threads: 5,
-                rss: 25600 * 1024
+                rss: 25600 * 1024,
+                anon: 6400 * 1024,
             })
         );
         assert_eq!(parse_status("Name:\tzombie\nThreads:\t1\n"), None);
         let me = ProcSample::of(std::process::id()).expect("this process's status");
-        assert!(me.threads >= 1 && me.rss > 0, "{me:?}");
+        assert!(me.threads >= 1 && me.rss > me.anon && me.anon > 0, "{me:?}");
     }
 
     #[tokio::test]
@@ -328,16 +338,19 @@ mod tests {
         let a = ProcSample {
             threads: 9,
             rss: 10,
+            anon: 7,
         };
         let b = ProcSample {
             threads: 5,
             rss: 20,
+            anon: 6,
         };
         assert_eq!(
             a.max(b),
             ProcSample {
                 threads: 9,
-                rss: 20
+                rss: 20,
+                anon: 7,
             }
         );
     }
