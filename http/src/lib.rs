@@ -22,6 +22,7 @@ pub mod logging;
 pub mod metrics;
 pub mod process;
 pub mod service_token;
+pub mod thread_cache;
 
 mod bearer;
 

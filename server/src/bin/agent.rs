@@ -71,6 +71,25 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 pub static malloc_conf: &[u8] =
     b"background_thread:true,max_background_threads:1,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
+/// Gives the calling thread's jemalloc cache back to its arena, whose
+/// free pages then go back to the system as freed ones do
+/// (`asg_http::thread_cache`: idle threads call it).
+fn flush_thread_cache() {
+    // SAFETY: `thread.tcache.flush` reads and writes no value (all
+    // pointers null, length 0) and acts on the calling thread only; the
+    // name is a NUL-terminated C string. Its result is not needed: with
+    // the cache off it fails and there is nothing to give back.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"thread.tcache.flush".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
+}
+
 /// Most threads tokio's blocking pool may start (default 512). Storage
 /// runs on its own fixed threads (`limits.storage_threads`); this bounds
 /// the rest (audit lines, push configs) under a flood.
@@ -79,9 +98,11 @@ const MAX_BLOCKING_THREADS: usize = 64;
 fn main() -> ExitCode {
     let args = Args::parse();
     let open_files = raise_open_files_limit();
+    asg_http::thread_cache::set_flush(flush_thread_cache);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .on_thread_park(asg_http::thread_cache::flush_on_park)
         .build();
     let runtime = match runtime {
         Ok(runtime) => runtime,

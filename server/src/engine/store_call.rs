@@ -14,6 +14,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use asg_http::thread_cache::{IdleFlush, PARKED_FLUSH_EVERY};
 use asg_shared::Conversation;
 
 use super::EngineError;
@@ -29,6 +30,24 @@ pub struct StorageThreads {
     queue: flume::Sender<Job>,
 }
 
+/// A storage thread: runs jobs as they come; one that waited a second
+/// for the next gives its allocator cache back (`asg_http::thread_cache`).
+fn run_jobs(jobs: &flume::Receiver<Job>) {
+    let mut cache = IdleFlush::default();
+    loop {
+        match jobs.recv_timeout(PARKED_FLUSH_EVERY) {
+            Ok(job) => {
+                job();
+                cache.worked();
+            }
+            Err(flume::RecvTimeoutError::Timeout) => {
+                cache.idle();
+            }
+            Err(flume::RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
 impl StorageThreads {
     /// Starts `threads` storage threads (at least one). They live as long
     /// as the process.
@@ -39,11 +58,7 @@ impl StorageThreads {
             let jobs = jobs.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("asg-storage-{n}"))
-                .spawn(move || {
-                    while let Ok(job) = jobs.recv() {
-                        job();
-                    }
-                });
+                .spawn(move || run_jobs(&jobs));
             if let Err(error) = spawned {
                 tracing::error!(%error, "a storage thread could not start");
             }

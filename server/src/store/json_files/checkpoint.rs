@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
+use asg_http::thread_cache::IdleFlush;
 use asg_shared::Conversation;
 use uuid::Uuid;
 
@@ -359,10 +360,13 @@ impl Checkpointer {
             .name("asg-json-checkpoint".into())
             .spawn(move || {
                 let mut pause = CHECKPOINT_EVERY;
+                let mut cache = IdleFlush::default();
                 while wait(&told, pause) {
                     if checkpoints.unwritten.is_empty() {
+                        cache.idle();
                         continue;
                     }
+                    cache.worked();
                     let started = std::time::Instant::now();
                     let ran = checkpoints.run(|| ());
                     pause = pause_after(started.elapsed());
