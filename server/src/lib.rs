@@ -14,6 +14,7 @@ pub mod context;
 pub mod engine;
 pub mod http_error;
 pub mod llm;
+pub mod markdown;
 pub mod mcp;
 pub mod metrics;
 pub mod notify;

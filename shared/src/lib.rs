@@ -13,6 +13,7 @@ pub mod conversation;
 pub mod events;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
+pub mod links;
 pub mod rest;
 
 pub use conversation::{

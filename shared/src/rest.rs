@@ -339,6 +339,24 @@ pub struct ToolInfo {
     pub server: String,
 }
 
+/// `POST /markdown`: Markdown texts (agent answers, questions) to render.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MarkdownRequest {
+    /// The texts, at most 200.
+    pub texts: Vec<String>,
+}
+
+/// The answer to `POST /markdown`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MarkdownResponse {
+    /// One HTML fragment per text, in the same order: safe to insert into
+    /// a page (no markup from the text itself; links only to `http:`,
+    /// `https:` and `mailto:`; images become links).
+    pub html: Vec<String>,
+}
+
 /// `GET /tools`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

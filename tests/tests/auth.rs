@@ -91,6 +91,16 @@ async fn credentials_are_required_and_every_rejection_says_why() {
     assert!(challenge.starts_with("Bearer"), "{challenge}");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unauthenticated");
+    // Rendering Markdown reads nothing, but takes a caller too: an open
+    // route would be anyone's CPU.
+    let texts = json!({"texts": ["**done**"]});
+    let (status, body) = agent.post("/markdown", texts.clone()).await;
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = agent
+        .post_with("/markdown", texts.to_string(), &[("x-api-key", SCRIPT_KEY)])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["html"][0], "<p><strong>done</strong></p>\n");
 
     let wrong_audience = provider.token_for_resource("bob", OTHER_AUDIENCE).await;
     let (status, body) = get_as(agent, &wrong_audience, "/conversations").await;

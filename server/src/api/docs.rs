@@ -9,7 +9,9 @@ use axum::extract::State;
 use axum::response::Html;
 use utoipa::OpenApi;
 
-use super::{AgentInfo, AppState, approvals, conversations, events, inbox, questions, system};
+use super::{
+    AgentInfo, AppState, approvals, conversations, events, inbox, markdown, questions, system,
+};
 
 mod a2a_v1;
 
@@ -24,6 +26,7 @@ mod a2a_v1;
         system::health,
         system::tools_index,
         system::me,
+        markdown::markdown_render,
         conversations::conversations_create,
         conversations::conversations_index,
         conversations::conversations_show,

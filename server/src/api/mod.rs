@@ -16,6 +16,7 @@ pub mod extract;
 pub mod guard;
 pub mod inbox;
 pub mod logging;
+pub mod markdown;
 pub mod page;
 pub mod questions;
 pub mod rendered;
@@ -122,6 +123,7 @@ pub fn router(parts: AppParts) -> Router {
         .route("/metrics", get(system::metrics))
         .route("/tools", get(system::tools_index))
         .route("/me", get(system::me))
+        .route("/markdown", post(markdown::markdown_render))
         .route("/docs", get(docs::docs_page))
         .route("/openapi.json", get(docs::openapi_json))
         .route(

@@ -266,6 +266,7 @@ async fn docs_and_openapi_cover_every_route() {
     for (path, method) in [
         ("/health", "get"),
         ("/tools", "get"),
+        ("/markdown", "post"),
         ("/conversations", "post"),
         ("/conversations", "get"),
         ("/conversations/{id}", "get"),
@@ -498,6 +499,65 @@ async fn the_index_links_every_page_and_health_has_details() {
         health,
         json!({"status": "ok", "details": {"quarantined_files": 0, "store": "ok"}})
     );
+}
+
+#[tokio::test]
+async fn markdown_comes_back_as_safe_html_one_fragment_per_text_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path()).await;
+    let texts = json!({"texts": [
+        "**Done.** Created `res_1`.",
+        "<script>alert(1)</script>",
+        "[x](javascript:alert(1)) and [docs](https://x.test/d)",
+        "",
+    ]});
+    let (status, body) = call(&app, "POST", "/markdown", texts.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let html: Vec<&str> = body["html"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert_eq!(html.len(), 4);
+    assert_eq!(
+        html[0],
+        "<p><strong>Done.</strong> Created <code>res_1</code>.</p>\n"
+    );
+    assert!(!html[1].contains("<script"), "{}", html[1]);
+    assert!(html[1].contains("&lt;script&gt;"), "{}", html[1]);
+    assert!(!html[2].contains("javascript:"), "{}", html[2]);
+    assert!(html[2].contains("href=\"https://x.test/d\""), "{}", html[2]);
+    assert_eq!(html[3], "");
+
+    // Bad batches are refused by name and render nothing.
+    let too_many = json!({"texts": vec!["a"; 201]}).to_string();
+    let (status, body) = call(&app, "POST", "/markdown", too_many).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many texts: 201")
+    );
+    let at_most = json!({"texts": vec!["a"; 200]}).to_string();
+    assert_eq!(
+        call(&app, "POST", "/markdown", at_most).await.0,
+        StatusCode::OK
+    );
+    for (bad, status) in [
+        (r#"{"texts": "one"}"#, StatusCode::UNPROCESSABLE_ENTITY),
+        (r#"{"texts": [1]}"#, StatusCode::UNPROCESSABLE_ENTITY),
+        (r#"{}"#, StatusCode::UNPROCESSABLE_ENTITY),
+        (r#"{"texts": ["#, StatusCode::BAD_REQUEST),
+        ("", StatusCode::BAD_REQUEST),
+    ] {
+        let (got, body) = call(&app, "POST", "/markdown", bad).await;
+        assert_eq!(got, status, "{bad}: {body}");
+        assert!(body["error"]["message"].is_string(), "{bad}: {body}");
+    }
+    let (status, _) = call(&app, "GET", "/markdown", "").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }
 
 mod load;
