@@ -10,7 +10,7 @@ use asg_shared::PendingApproval;
 use asg_shared::events::{ConversationEvent, InboxEvent};
 use asg_shared::rest::{
     AnswerRequest, ApprovalList, ApprovalRequest, ConversationList, ConversationResponse,
-    CreateConversationRequest, Me, SendMessageRequest, ToolList,
+    CreateConversationRequest, MarkdownRequest, MarkdownResponse, Me, SendMessageRequest, ToolList,
 };
 use futures::StreamExt;
 use futures::channel::oneshot;
@@ -271,6 +271,18 @@ fn follow<E: 'static>(
         let _ = task.await;
     });
     LiveEvents { abort }
+}
+
+/// `POST /markdown`: the HTML of Markdown texts, one per text, in order.
+pub async fn render_markdown(texts: &[String]) -> Result<Vec<String>, RequestError> {
+    let answer: MarkdownResponse = post(
+        "/markdown",
+        &MarkdownRequest {
+            texts: texts.to_vec(),
+        },
+    )
+    .await?;
+    Ok(answer.html)
 }
 
 /// Waits `duration` (a browser timer).

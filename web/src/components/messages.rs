@@ -6,11 +6,11 @@ use leptos::html::Div;
 use leptos::prelude::*;
 
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
+use crate::components::markdown::Markdown;
 use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
 use crate::logic::choices::{ArgChange, DecisionNotes, decision_notes};
 use crate::logic::json::{Shown, show_text, split_trailing_json};
 use crate::logic::labels::clock;
-use crate::logic::markdown::render_markdown;
 use crate::logic::timeline::{
     TimelineItem, ToolExchange, ToolState, build_timeline, is_collapsible, message_classes,
     role_name, shows_nodes,
@@ -191,7 +191,7 @@ fn TextMessage(message: Message) -> impl IntoView {
 }
 
 /// A message's text. An agent's answer is Markdown, rendered to sanitized
-/// HTML ([`render_markdown`] never lets markup from the text through), or
+/// HTML by the server ([`Markdown`]: no markup from the text gets through), or
 /// JSON when the whole answer is JSON; everything else is plain text.
 #[component]
 fn MessageBody(role: Role, is_error: bool, content: String) -> impl IntoView {
@@ -202,16 +202,13 @@ fn MessageBody(role: Role, is_error: bool, content: String) -> impl IntoView {
         Shown::Text(text) => match split_trailing_json(&text) {
             // Prose, then JSON: the JSON as a block, not a flattened line.
             Some((prose, json)) => view! {
-                <div class="content markdown" inner_html=render_markdown(&prose)></div>
+                <Markdown text=prose class="content markdown" />
                 <div class="content answer-json">
                     <ShownValue shown=json multiline=false open=true />
                 </div>
             }
             .into_any(),
-            None => {
-                view! { <div class="content markdown" inner_html=render_markdown(&text)></div> }
-                    .into_any()
-            }
+            None => view! { <Markdown text=text class="content markdown" /> }.into_any(),
         },
         Shown::Inline(json) => view! {
             <div class="content">

@@ -6,6 +6,7 @@ pub mod banner;
 pub mod chat;
 pub mod composer;
 pub mod grants;
+pub mod markdown;
 pub mod messages;
 pub mod question;
 pub mod sidebar;

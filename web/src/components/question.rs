@@ -7,13 +7,14 @@
 
 use std::collections::BTreeMap;
 
+use asg_shared::links::is_safe_url;
 use asg_shared::rest::AnswerRequest;
 use asg_shared::{PendingApproval, Question};
 use leptos::prelude::*;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::logic::markdown::{is_safe_url, render_markdown};
+use crate::components::markdown::Markdown;
 use crate::logic::question::{Field, FieldKind, Form, answer, form};
 use crate::state::AppState;
 
@@ -41,7 +42,7 @@ pub fn QuestionCard(pending: PendingApproval, question: Question) -> impl IntoVi
                 <h2 id="question-title">"Question"</h2>
                 <span class="chip">{asker}</span>
             </div>
-            <div class="question-text markdown" inner_html=render_markdown(&question.text)></div>
+            <Markdown text=question.text.clone() class="question-text markdown" />
             {move || {
                 problem
                     .get()
