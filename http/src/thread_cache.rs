@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 /// The most often a tokio worker gives its cache back when it parks.
 pub const PARKED_FLUSH_EVERY: Duration = Duration::from_secs(1);
 
+/// How long a thread that takes jobs from a queue (a storage thread)
+/// waits for the next before it counts as idle ([`IdleFlush::idle`]).
+pub const IDLE_AFTER: Duration = Duration::from_secs(1);
+
 static FLUSH: OnceLock<fn()> = OnceLock::new();
 
 /// Sets how the calling thread's allocator cache is given back (once per

@@ -14,7 +14,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use asg_http::thread_cache::{IdleFlush, PARKED_FLUSH_EVERY};
+use asg_http::thread_cache::{IDLE_AFTER, IdleFlush};
 use asg_shared::Conversation;
 
 use super::EngineError;
@@ -35,7 +35,7 @@ pub struct StorageThreads {
 fn run_jobs(jobs: &flume::Receiver<Job>) {
     let mut cache = IdleFlush::default();
     loop {
-        match jobs.recv_timeout(PARKED_FLUSH_EVERY) {
+        match jobs.recv_timeout(IDLE_AFTER) {
             Ok(job) => {
                 job();
                 cache.worked();
