@@ -135,6 +135,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
     /// When the message was recorded.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -181,6 +182,7 @@ pub struct ApprovalDecision {
     /// Who decided.
     pub decided_by: Actor,
     /// When.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub decided_at: DateTime<Utc>,
     /// The reason given, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -337,6 +339,7 @@ pub struct Grant {
     /// Who gave it.
     pub granted_by: Actor,
     /// When.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub granted_at: DateTime<Utc>,
     /// The rule that raised the approval (`approval.rules[N] (ask
     /// tool)`), or none for the tool's own gate: the grant covers only
@@ -372,6 +375,7 @@ pub struct PendingApproval {
     /// Human-readable description of the action.
     pub description: String,
     /// When the approval was requested.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub created_at: DateTime<Utc>,
     /// The [`ToolCall::id`] being gated.
     pub call_id: String,
@@ -424,11 +428,19 @@ pub struct PendingApproval {
     /// When it is rejected as expired if still undecided
     /// (`approval.expires_after`, or its rule's), fixed when it was
     /// raised: a configuration change or a restart does not move it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::timestamp::deserialize_option"
+    )]
     pub expires_at: Option<DateTime<Utc>>,
     /// When one reminder is sent if still undecided
     /// (`approval.remind_after`), fixed when it was raised.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::timestamp::deserialize_option"
+    )]
     pub remind_at: Option<DateTime<Utc>>,
     /// True once the reminder was sent (it is sent once, restarts
     /// included).
@@ -583,8 +595,10 @@ pub struct Conversation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub a2a_context_id: Option<String>,
     /// Creation time.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub created_at: DateTime<Utc>,
     /// Last change.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -15,6 +15,7 @@ pub mod events;
 pub mod fixtures;
 pub mod links;
 pub mod rest;
+pub mod timestamp;
 
 pub use conversation::{
     Actor, ApprovalDecision, ApprovalState, BranchOutput, Conversation, ConversationStatus, Grant,

@@ -250,8 +250,10 @@ pub struct ConversationSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_approvals: Vec<PendingApproval>,
     /// Creation time.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub created_at: DateTime<Utc>,
     /// Last change.
+    #[serde(deserialize_with = "crate::timestamp::deserialize")]
     pub updated_at: DateTime<Utc>,
 }
 
