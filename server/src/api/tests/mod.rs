@@ -558,6 +558,12 @@ async fn markdown_comes_back_as_safe_html_one_fragment_per_text_in_order() {
     }
     let (status, _) = call(&app, "GET", "/markdown", "").await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    // 200 texts of 2 KiB: over the body limit, refused before rendering.
+    let huge = json!({"texts": vec!["*x*".repeat(700); 200]}).to_string();
+    assert!(huge.len() > 256 * 1024);
+    let (status, body) = call(&app, "POST", "/markdown", huge).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
 }
 
 mod load;
