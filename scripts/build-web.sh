@@ -165,11 +165,12 @@ printf '    %s: %d bytes (%d KiB), gzipped %d bytes (%d KiB)\n' \
 # 338 once the approval lists shared one sort (337 KiB); 308 with std
 # rebuilt for size and panics that abort at once (307 KiB); 251 with
 # Markdown rendered by the agent (250 KiB); 246 with timestamps read by
-# chrono's RFC 3339 reader (245 KiB).
+# chrono's RFC 3339 reader (245 KiB); 236 with structs read from JSON
+# objects only (236 KiB, 241,212 B).
 # Lower it as the bundle shrinks; raise it only on purpose, with the
 # reason in the commit. web/README.md ("Bundle size") says where the bytes go and how
 # to look (twiggy).
-GZIP_BUDGET_KIB=246
+GZIP_BUDGET_KIB=236
 if [ "$GZIPPED" -gt $((GZIP_BUDGET_KIB * 1024)) ]; then
   printf '\nERROR: the chat bundle is %d KiB gzipped, over its budget of %d KiB (GZIP_BUDGET_KIB in %s)\n' \
     $((GZIPPED / 1024)) "$GZIP_BUDGET_KIB" "$0" >&2

@@ -40,7 +40,7 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, RequestError
     if !(200..300).contains(&status) {
         return Err(RequestError::from_response(status, text));
     }
-    serde_json::from_str(&text).map_err(|e| RequestError::Decode(e.to_string()))
+    crate::logic::objects::from_str(&text).map_err(|e| RequestError::Decode(e.to_string()))
 }
 
 async fn get<T: DeserializeOwned>(path: &str) -> Result<T, RequestError> {

@@ -182,7 +182,7 @@ impl Resend {
 
     /// Reads a sessionStorage value (`None` when it is not one).
     pub fn from_storage(value: &str) -> Option<Resend> {
-        serde_json::from_str::<Resend>(value)
+        crate::logic::objects::from_str::<Resend>(value)
             .ok()
             .filter(|r| !r.message.trim().is_empty())
     }

@@ -82,7 +82,7 @@ pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
     if text.trim().is_empty() {
         return Err("Enter the arguments as a JSON object, e.g. {\"name\": \"web-1\"}.".into());
     }
-    match serde_json::from_str::<Value>(text) {
+    match crate::logic::objects::from_str::<Value>(text) {
         Ok(Value::Object(arguments)) => Ok(arguments),
         Ok(other) => Err(format!(
             "The arguments must be a JSON object ({{…}}), not {}.",

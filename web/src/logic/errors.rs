@@ -26,7 +26,9 @@ pub enum RequestError {
 impl RequestError {
     /// An error answer: the body is read as [`ErrorBody`] when it is one.
     pub fn from_response(status: u16, text: String) -> RequestError {
-        let body = serde_json::from_str::<ErrorBody>(&text).ok().map(Box::new);
+        let body = crate::logic::objects::from_str::<ErrorBody>(&text)
+            .ok()
+            .map(Box::new);
         RequestError::Http { status, body, text }
     }
 

@@ -65,7 +65,7 @@ pub fn parse_structured(text: &str) -> Option<Value> {
     if !matches!((first, last), ('{', '}') | ('[', ']')) {
         return None;
     }
-    serde_json::from_str::<Value>(trimmed)
+    crate::logic::objects::from_str::<Value>(trimmed)
         .ok()
         .filter(|value| value.is_object() || value.is_array())
 }

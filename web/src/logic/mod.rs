@@ -11,6 +11,7 @@ pub mod expiry;
 pub mod inbox;
 pub mod json;
 pub mod labels;
+pub mod objects;
 pub mod pages;
 pub mod question;
 pub mod rendered;

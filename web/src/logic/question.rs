@@ -129,7 +129,7 @@ pub fn answer(fields: &[Field], values: &BTreeMap<String, String>) -> Result<Val
                 .map_err(|_| format!("{} must be a whole number", field.label))?,
             // serde_json's own number reader: no second float parser in
             // the bundle.
-            FieldKind::Number { integer: false } => serde_json::from_str::<Value>(text)
+            FieldKind::Number { integer: false } => crate::logic::objects::from_str::<Value>(text)
                 .ok()
                 .filter(Value::is_number)
                 .ok_or_else(|| format!("{} must be a number", field.label))?,

@@ -12,6 +12,8 @@
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, Error as _};
 
+use crate::logic::objects;
+
 /// The tag of an event; the other fields are skipped.
 #[derive(Deserialize)]
 struct Tag {
@@ -21,12 +23,12 @@ struct Tag {
 
 /// The `type` of the event in `data`.
 pub fn tag(data: &str) -> Result<String, serde_json::Error> {
-    serde_json::from_str::<Tag>(data).map(|tag| tag.kind)
+    objects::from_str::<Tag>(data).map(|tag| tag.kind)
 }
 
 /// The variant's fields, read from the whole event (`type` is ignored).
 pub fn fields<T: DeserializeOwned>(data: &str) -> Result<T, serde_json::Error> {
-    serde_json::from_str(data)
+    objects::from_str(data)
 }
 
 /// The error for a `type` that is none of `expected`.
