@@ -17,7 +17,7 @@ use futures::channel::oneshot;
 use futures::future::{AbortHandle, abortable};
 use gloo_net::eventsource::State;
 use gloo_net::eventsource::futures::EventSource;
-use gloo_net::http::{Request, Response};
+use gloo_net::http::{Request, RequestBuilder};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -31,7 +31,22 @@ use crate::logic::url::{events_path, grant_path, inbox_path, page_path};
 /// The REST prefix proxied to the agent.
 const API: &str = "/api";
 
-async fn read<T: DeserializeOwned>(response: Response) -> Result<T, RequestError> {
+// The exchange itself (send, status, body) is one function for every
+// call; only reading the JSON is per type. Generic async functions would
+// compile the whole exchange once per answer type.
+
+/// A JSON request to `url`: the method's builder with `accept` set.
+fn json_request(builder: RequestBuilder) -> RequestBuilder {
+    builder.header("accept", "application/json")
+}
+
+/// Sends `request`; the body of a 2xx answer, else the answer's error.
+async fn exchange(request: Result<Request, gloo_net::Error>) -> Result<String, RequestError> {
+    let request = request.map_err(|e| RequestError::Decode(e.to_string()))?;
+    let response = request
+        .send()
+        .await
+        .map_err(|e| RequestError::Network(e.to_string()))?;
     let status = response.status();
     let text = response
         .text()
@@ -40,7 +55,12 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, RequestError
     if !(200..300).contains(&status) {
         return Err(RequestError::from_response(status, text));
     }
-    crate::logic::objects::from_str(&text).map_err(|e| RequestError::Decode(e.to_string()))
+    Ok(text)
+}
+
+/// An answer's body read as `T`.
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, RequestError> {
+    crate::logic::objects::from_str(text).map_err(|e| RequestError::Decode(e.to_string()))
 }
 
 async fn get<T: DeserializeOwned>(path: &str) -> Result<T, RequestError> {
@@ -48,23 +68,12 @@ async fn get<T: DeserializeOwned>(path: &str) -> Result<T, RequestError> {
 }
 
 async fn get_url<T: DeserializeOwned>(url: &str) -> Result<T, RequestError> {
-    let response = Request::get(url)
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(|e| RequestError::Network(e.to_string()))?;
-    read(response).await
+    decode(&exchange(json_request(Request::get(url)).build()).await?)
 }
 
 async fn post<B: Serialize, T: DeserializeOwned>(path: &str, body: &B) -> Result<T, RequestError> {
-    let response = Request::post(&format!("{API}{path}"))
-        .header("accept", "application/json")
-        .json(body)
-        .map_err(|e| RequestError::Decode(e.to_string()))?
-        .send()
-        .await
-        .map_err(|e| RequestError::Network(e.to_string()))?;
-    read(response).await
+    let request = json_request(Request::post(&format!("{API}{path}"))).json(body);
+    decode(&exchange(request).await?)
 }
 
 /// `GET /auth/me` of the web server: who is signed in (401: nobody; 404
@@ -85,12 +94,8 @@ pub async fn logout() -> Result<String, RequestError> {
     struct Next {
         redirect: String,
     }
-    let response = Request::post("/auth/logout")
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(|e| RequestError::Network(e.to_string()))?;
-    read::<Next>(response).await.map(|n| n.redirect)
+    let request = json_request(Request::post("/auth/logout")).build();
+    decode::<Next>(&exchange(request).await?).map(|n| n.redirect)
 }
 
 /// `GET /conversations`: one page of summaries, newest first (the first
@@ -157,12 +162,8 @@ pub async fn answer(uuid: Uuid, body: AnswerRequest) -> Result<ConversationRespo
 /// `DELETE /conversations/{id}/grants/{tool}`: later calls of the tool
 /// ask again; answers with the conversation.
 pub async fn revoke_grant(id: Uuid, tool: &str) -> Result<ConversationResponse, RequestError> {
-    let response = Request::delete(&format!("{API}{}", grant_path(id, tool)))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(|e| RequestError::Network(e.to_string()))?;
-    read(response).await
+    let request = json_request(Request::delete(&format!("{API}{}", grant_path(id, tool)))).build();
+    decode(&exchange(request).await?)
 }
 
 /// The state of a live event stream.
@@ -200,13 +201,11 @@ pub fn subscribe(
     on_status: impl Fn(LiveStatus) + 'static,
     on_bad_event: impl Fn(String) + 'static,
 ) -> LiveEvents {
-    follow(
-        events_path(id),
-        parse_event,
-        on_event,
-        on_status,
-        on_bad_event,
-    )
+    let on_data = move |data: String| match parse_event(&data) {
+        Ok(event) => on_event(event),
+        Err(error) => on_bad_event(error),
+    };
+    follow(events_path(id), Box::new(on_data), Box::new(on_status))
 }
 
 /// Follows the operator inbox, `GET /events`: approvals and status
@@ -217,25 +216,27 @@ pub fn subscribe_inbox(
     on_status: impl Fn(LiveStatus) + 'static,
     on_bad_event: impl Fn(String) + 'static,
 ) -> LiveEvents {
+    let on_data = move |data: String| match parse_inbox_event(&data) {
+        Ok(event) => on_event(event),
+        Err(error) => on_bad_event(error),
+    };
     follow(
         inbox_path().to_string(),
-        parse_inbox_event,
-        on_event,
-        on_status,
-        on_bad_event,
+        Box::new(on_data),
+        Box::new(on_status),
     )
 }
 
 /// Follows a server-sent event stream at `url`. The browser reconnects a
 /// broken stream by itself; a stream it gave up on (an error answer, e.g.
 /// the agent is down or does not serve the stream) is reopened here after
-/// a growing pause.
-fn follow<E: 'static>(
+/// a growing pause. Each event's data goes to `on_data`. One function for
+/// both streams (boxed callbacks, not generic ones), so the loop is
+/// compiled once.
+fn follow(
     url: String,
-    parse: fn(&str) -> Result<E, String>,
-    on_event: impl Fn(E) + 'static,
-    on_status: impl Fn(LiveStatus) + 'static,
-    on_bad_event: impl Fn(String) + 'static,
+    on_data: Box<dyn Fn(String)>,
+    on_status: Box<dyn Fn(LiveStatus)>,
 ) -> LiveEvents {
     let task = async move {
         let mut backoff = Duration::from_secs(1);
@@ -249,11 +250,7 @@ fn follow<E: 'static>(
                         Ok((_, message)) => {
                             backoff = Duration::from_secs(1);
                             on_status(LiveStatus::Live);
-                            let data = message.data().as_string().unwrap_or_default();
-                            match parse(&data) {
-                                Ok(event) => on_event(event),
-                                Err(error) => on_bad_event(error),
-                            }
+                            on_data(message.data().as_string().unwrap_or_default());
                         }
                         Err(_) if source.state() == State::Closed => break,
                         Err(_) => on_status(LiveStatus::Reconnecting),
