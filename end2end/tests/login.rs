@@ -126,6 +126,12 @@ async fn alice_signs_in_and_approves_bob_sees_no_buttons() {
     }
     browser.goto(&stack.web.url).await;
     browser.wait_for("#sign-in-prompt").await;
+
+    // zoe (not a listed user: her name is her id, in lower case) gets an
+    // upper-case initial in the avatar, upper-cased by the stylesheet.
+    sign_in(&browser, &stack, "zoe", None).await;
+    browser.wait_text("#user .user-name", "zoe").await;
+    assert_eq!(browser.wait_text("#user .user-avatar", "Z").await, "Z");
     bob.close().await;
     browser.close().await;
 }
