@@ -129,9 +129,11 @@ async fn alice_signs_in_and_approves_bob_sees_no_buttons() {
 
     // zoe (not a listed user: her name is her id, in lower case) gets an
     // upper-case initial in the avatar, upper-cased by the stylesheet.
-    sign_in(&browser, &stack, "zoe", None).await;
-    browser.wait_text("#user .user-name", "zoe").await;
-    assert_eq!(browser.wait_text("#user .user-avatar", "Z").await, "Z");
+    let zoe = Browser::start().await;
+    sign_in(&zoe, &stack, "zoe", None).await;
+    zoe.wait_text("#user .user-name", "zoe").await;
+    assert_eq!(zoe.wait_text("#user .user-avatar", "Z").await, "Z");
+    zoe.close().await;
     bob.close().await;
     browser.close().await;
 }
