@@ -63,5 +63,21 @@ async fn questions_are_answered_with_buttons_and_forms_in_the_browser() {
     assert!(answered.contains("\"confirm\":true"), "{answered}");
     assert!(answered.contains("\"environment\":\"prod\""), "{answered}");
     browser.screenshot("question-form-answered").await;
+
+    // A fractional number is written with the browser's digits and stays
+    // fractional on its way to the agent: 1.0, not the integer 1.
+    browser.wait_gone("#working").await;
+    browser.send_message("tune it").await;
+    browser
+        .wait_text(".question-card .question-text", "Which ratio?")
+        .await;
+    let ratio = browser.wait_for("input[data-field='ratio']").await;
+    ratio.send_keys("1.0").await.expect("type the ratio");
+    click(&browser, ".question-card [data-action='answer']").await;
+    browser.wait_gone(".question-card").await;
+    let tuned = browser
+        .wait_text("#messages .message.assistant", "\"ratio\"")
+        .await;
+    assert!(tuned.contains("{\"ratio\":1.0}"), "{tuned}");
     browser.close().await;
 }
