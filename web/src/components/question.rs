@@ -269,7 +269,10 @@ fn field_view(field: Field, values: RwSignal<BTreeMap<String, String>>) -> impl 
                 type="number"
                 step=if integer { "1" } else { "any" }
                 data-field=name.clone()
-                prop:value=current
+                // Set once, not kept in step with the typed text: while a
+                // number is being typed ("1.") the browser reports it as
+                // "", and writing that back would wipe what was typed.
+                prop:value=current()
                 on:input=move |ev| set(event_target_value(&ev))
             />
         }
