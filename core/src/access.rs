@@ -16,7 +16,11 @@ use crate::principal::{Principal, Role};
 
 /// May `principal` see `conversation`?
 pub fn can_read(principal: &Principal, conversation: &Conversation) -> bool {
-    ReadScope::of(principal).admits(conversation.owner.as_deref(), conversation.had_approval())
+    // Whether it had an approval (a walk through its history) is asked
+    // only when the owner and the roles leave it open.
+    ReadScope::of(principal).admits_with(conversation.owner.as_deref(), || {
+        conversation.had_approval()
+    })
 }
 
 /// Which conversations a principal may read, as plain data: what a
@@ -48,11 +52,17 @@ impl ReadScope {
     /// Whether a conversation of `owner` (`None`: created while
     /// authentication was off), which `had_approval` or not, is in scope.
     pub fn admits(&self, owner: Option<&str>, had_approval: bool) -> bool {
+        self.admits_with(owner, || had_approval)
+    }
+
+    /// [`admits`](Self::admits), asking `had_approval` only when the
+    /// owner and the roles leave the answer open.
+    pub fn admits_with(&self, owner: Option<&str>, had_approval: impl FnOnce() -> bool) -> bool {
         let owns = match owner {
             Some(owner) => owner == self.subject,
             None => self.anonymous,
         };
-        owns || self.everything || (self.approvals && had_approval)
+        owns || self.everything || (self.approvals && had_approval())
     }
 }
 
@@ -217,6 +227,31 @@ mod tests {
         }
         assert!(!can_continue(&alice, &gated), "approvers decide, not chat");
         assert!(can_continue(&who("carol", &[]), &gated));
+    }
+
+    #[test]
+    fn the_history_is_walked_only_when_owner_and_roles_leave_it_open() {
+        let walked = std::cell::Cell::new(0);
+        let counter = &walked;
+        let had = |answer: bool| {
+            move || {
+                counter.set(counter.get() + 1);
+                answer
+            }
+        };
+        let carol = ReadScope::of(&who("carol", &[Role::Approver]));
+        assert!(carol.admits_with(Some("carol"), had(false)), "her own");
+        let dana = ReadScope::of(&who("dana", &[Role::Admin]));
+        assert!(dana.admits_with(Some("carol"), had(false)), "an admin");
+        let bob = ReadScope::of(&who("bob", &[]));
+        assert!(
+            !bob.admits_with(Some("carol"), had(true)),
+            "no role to ask for"
+        );
+        assert_eq!(walked.get(), 0);
+        assert!(carol.admits_with(Some("erin"), had(true)));
+        assert!(!carol.admits_with(Some("erin"), had(false)));
+        assert_eq!(walked.get(), 2, "an approver on another's conversation");
     }
 
     #[test]
