@@ -332,6 +332,16 @@ mod tests {
     }
 
     #[test]
+    fn nesting_past_serde_jsons_limit_is_an_error_not_a_stack_overflow() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let error = from_str::<serde_json::Value>(&deep).unwrap_err();
+        assert!(error.to_string().contains("recursion limit"), "{error}");
+        let objects = format!("{}1{}", r#"{"x":"#.repeat(100_000), "}".repeat(100_000));
+        let error = from_str::<serde_json::Value>(&objects).unwrap_err();
+        assert!(error.to_string().contains("recursion limit"), "{error}");
+    }
+
+    #[test]
     fn values_options_and_trailing_text_behave_as_in_serde_json() {
         let points: Vec<Option<Point>> =
             from_str(r#"[{"x": 1, "label": "a", "extra": [1, {"y": 2}]}, null]"#).unwrap();
