@@ -230,29 +230,9 @@ fn field_view(field: Field, values: RwSignal<BTreeMap<String, String>>) -> impl 
     };
     let id = format!("field-{name}");
     let input = match field.kind {
-        FieldKind::Choice(options) => view! {
-            <span class="question-enum" role="group" aria-label=field.label.clone()>
-                {options
-                    .into_iter()
-                    .map(|option| {
-                        let (set, current, value) = (set.clone(), current.clone(), option.clone());
-                        view! {
-                            <button
-                                type="button"
-                                class="btn"
-                                class:primary=move || current() == value
-                                data-field=name.clone()
-                                data-value=option.clone()
-                                on:click=move |_| set(option.clone())
-                            >
-                                {option.clone()}
-                            </button>
-                        }
-                    })
-                    .collect_view()}
-            </span>
+        FieldKind::Choice(options) => {
+            choice_input(options, field.label.clone(), name.clone(), set, current)
         }
-        .into_any(),
         FieldKind::Boolean => view! {
             <input
                 id=id.clone()
@@ -296,4 +276,37 @@ fn field_view(field: Field, values: RwSignal<BTreeMap<String, String>>) -> impl 
             {field.hint.map(|hint| view! { <small class="muted">{hint}</small> })}
         </div>
     }
+}
+
+/// A button per allowed value; the chosen one is highlighted.
+fn choice_input(
+    options: Vec<String>,
+    label: String,
+    name: String,
+    set: impl Fn(String) + Clone + Send + Sync + 'static,
+    current: impl Fn() -> String + Clone + Send + Sync + 'static,
+) -> AnyView {
+    view! {
+        <span class="question-enum" role="group" aria-label=label>
+            {options
+                .into_iter()
+                .map(|option| {
+                    let (set, current, value) = (set.clone(), current.clone(), option.clone());
+                    view! {
+                        <button
+                            type="button"
+                            class="btn"
+                            class:primary=move || current() == value
+                            data-field=name.clone()
+                            data-value=option.clone()
+                            on:click=move |_| set(option.clone())
+                        >
+                            {option.clone()}
+                        </button>
+                    }
+                })
+                .collect_view()}
+        </span>
+    }
+    .into_any()
 }
