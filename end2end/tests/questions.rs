@@ -16,6 +16,22 @@ async fn click(browser: &Browser, css: &str) {
         .unwrap_or_else(|e| panic!("click {css}: {e}"));
 }
 
+/// Sends `message` once the agent is idle and waits for the question
+/// whose text contains `question`.
+async fn ask(browser: &Browser, message: &str, question: &str) {
+    browser.wait_gone("#working").await;
+    browser.send_message(message).await;
+    browser
+        .wait_text(".question-card .question-text", question)
+        .await;
+}
+
+/// Presses Answer and waits until the card is gone (the answer taken).
+async fn answer(browser: &Browser) {
+    click(browser, ".question-card [data-action='answer']").await;
+    browser.wait_gone(".question-card").await;
+}
+
 #[tokio::test]
 async fn questions_are_answered_with_buttons_and_forms_in_the_browser() {
     let agent = Agent::start(&testdata("agent-questions.yaml"), AgentOptions::default()).await;
@@ -23,10 +39,7 @@ async fn questions_are_answered_with_buttons_and_forms_in_the_browser() {
     let browser = Browser::start().await;
     browser.goto(&web.url).await;
 
-    browser.send_message("deploy the app").await;
-    browser
-        .wait_text(".question-card .question-text", "Which environment?")
-        .await;
+    ask(&browser, "deploy the app", "Which environment?").await;
     browser.screenshot("question-choices").await;
     click(&browser, ".question-card [data-choice='staging']").await;
     browser.wait_gone(".question-card").await;
@@ -34,11 +47,7 @@ async fn questions_are_answered_with_buttons_and_forms_in_the_browser() {
         .wait_text("#messages .message.assistant", "Going on with: staging")
         .await;
 
-    browser.wait_gone("#working").await;
-    browser.send_message("scale it").await;
-    browser
-        .wait_text(".question-card .question-text", "How many replicas")
-        .await;
+    ask(&browser, "scale it", "How many replicas").await;
     let replicas = browser.wait_for("input[data-field='replicas']").await;
     replicas.send_keys("0").await.expect("type the replicas");
     click(&browser, "[data-field='environment'][data-value='prod']").await;
@@ -53,8 +62,7 @@ async fn questions_are_answered_with_buttons_and_forms_in_the_browser() {
     replicas.clear().await.expect("clear");
     replicas.send_keys("3").await.expect("type the replicas");
     click(&browser, "input[data-field='confirm']").await;
-    click(&browser, ".question-card [data-action='answer']").await;
-    browser.wait_gone(".question-card").await;
+    answer(&browser).await;
     let answered = browser
         .wait_text("#messages .message.assistant", "\"replicas\":3")
         .await;
@@ -64,17 +72,12 @@ async fn questions_are_answered_with_buttons_and_forms_in_the_browser() {
     assert!(answered.contains("\"environment\":\"prod\""), "{answered}");
     browser.screenshot("question-form-answered").await;
 
-    // A fractional number is written with the browser's digits and stays
-    // fractional on its way to the agent: 1.0, not the integer 1.
-    browser.wait_gone("#working").await;
-    browser.send_message("tune it").await;
-    browser
-        .wait_text(".question-card .question-text", "Which ratio?")
-        .await;
+    // A fractional number typed in a number field stays fractional on its
+    // way to the agent: 1.0, not the integer 1 (nor "01").
+    ask(&browser, "tune it", "Which ratio?").await;
     let ratio = browser.wait_for("input[data-field='ratio']").await;
     ratio.send_keys("1.0").await.expect("type the ratio");
-    click(&browser, ".question-card [data-action='answer']").await;
-    browser.wait_gone(".question-card").await;
+    answer(&browser).await;
     let tuned = browser
         .wait_text("#messages .message.assistant", "\"ratio\"")
         .await;
