@@ -136,6 +136,15 @@ if ! RUSTC_BOOTSTRAP=1 rustc --print cfg --target wasm32-unknown-unknown "${SIZE
   exit 1
 fi
 export RUSTC_BOOTSTRAP=1
+# Rebuilding std needs its own dependencies (its workspace in rust-src has
+# a Cargo.lock of its own); trunk builds --offline, so they are fetched
+# first: on a machine that never built std they are not in Cargo's cache
+# ("no matching package named `moto-rt` found").
+STD_WORKSPACE="$(rustc --print sysroot)/lib/rustlib/src/rust/library/Cargo.toml"
+if ! cargo fetch --manifest-path "$STD_WORKSPACE" --target wasm32-unknown-unknown --locked -q; then
+  echo "ERROR: could not fetch the standard library's dependencies ($STD_WORKSPACE) from the registry" >&2
+  exit 1
+fi
 export CARGO_UNSTABLE_BUILD_STD=std,panic_abort
 export CARGO_UNSTABLE_BUILD_STD_FEATURES=optimize_for_size
 export RUSTFLAGS="$RUSTFLAGS ${SIZE_FLAGS[*]}"
