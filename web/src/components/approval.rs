@@ -17,6 +17,7 @@ use uuid::Uuid;
 use crate::api;
 use crate::components::args::ArgsTable;
 use crate::components::question::QuestionCard;
+use crate::components::rows::{Row, keyed_rows};
 use crate::logic::approvals::{approval_cards, card_element_id, cards_summary, stopped_for};
 use crate::logic::auth::actor_label;
 use crate::logic::choices::{Choice, can_edit, can_remember, editor_text, parse_arguments};
@@ -68,23 +69,29 @@ pub fn ApprovalPanel() -> impl IntoView {
                             }
                         })
                 }}
-                <For
-                    each=move || cards.get()
-                    key=|approval| approval.uuid
-                    children=move |approval| {
-                        let uuid = approval.uuid;
-                        let first = Signal::derive(move || first.get() == Some(uuid));
-                        match approval.question.clone() {
-                            Some(question) => {
-                                view! { <QuestionCard pending=approval question=*question /> }
-                                    .into_any()
-                            }
-                            None => view! { <Card approval=approval first=first /> }.into_any(),
-                        }
-                    }
-                />
+                {keyed_rows(
+                    Box::new(move || {
+                        cards
+                            .get()
+                            .into_iter()
+                            .map(|approval| {
+                                Row::new(approval.uuid.to_string(), move || card(approval, first))
+                            })
+                            .collect()
+                    }),
+                )}
             </div>
         </Show>
+    }
+}
+
+/// The card of one approval, or of one question.
+fn card(approval: PendingApproval, first: Memo<Option<Uuid>>) -> AnyView {
+    let uuid = approval.uuid;
+    let first = Signal::derive(move || first.get() == Some(uuid));
+    match approval.question.clone() {
+        Some(question) => view! { <QuestionCard pending=approval question=*question /> }.into_any(),
+        None => view! { <Card approval=approval first=first /> }.into_any(),
     }
 }
 

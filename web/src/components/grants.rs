@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::components::rows::{Row, keyed_rows};
 use crate::logic::choices::{can_revoke, grant_label, granted_tools};
 use crate::state::AppState;
 
@@ -27,11 +28,20 @@ pub fn GrantList() -> impl IntoView {
             <section id="grants" class="grants" aria-label="Always allowed in this conversation">
                 <span class="grants-title">"Always allowed here:"</span>
                 <ul class="grant-list">
-                    <For
-                        each=move || grants.get()
-                        key=|grant| grant.clone()
-                        children=|(tool, label)| view! { <GrantItem tool=tool label=label /> }
-                    />
+                    {keyed_rows(
+                        Box::new(move || {
+                            grants
+                                .get()
+                                .into_iter()
+                                .map(|(tool, label)| {
+                                    Row::new(
+                                        format!("{tool}\n{label}"),
+                                        move || view! { <GrantItem tool=tool label=label /> }.into_any(),
+                                    )
+                                })
+                                .collect()
+                        }),
+                    )}
                 </ul>
             </section>
         </Show>

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
 use crate::components::markdown::Markdown;
+use crate::components::rows::{Row, keyed_rows};
 use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
 use crate::logic::choices::{ArgChange, DecisionNotes, decision_notes};
 use crate::logic::json::{Shown, show_text, split_trailing_json};
@@ -78,14 +79,27 @@ pub fn MessageList() -> impl IntoView {
             <Show when=empty>
                 <Welcome />
             </Show>
-            <For
-                each=move || timeline.get()
-                key=TimelineItem::key
-                children=move |item| match item {
-                    TimelineItem::Text(message) => view! { <TextMessage message=*message /> }.into_any(),
-                    TimelineItem::Tool(exchange) => view! { <ToolCard exchange=*exchange /> }.into_any(),
-                }
-            />
+            {keyed_rows(
+                Box::new(move || {
+                    timeline
+                        .get()
+                        .into_iter()
+                        .map(|item| {
+                            Row::new(
+                                item.key(),
+                                move || match item {
+                                    TimelineItem::Text(message) => {
+                                        view! { <TextMessage message=*message /> }.into_any()
+                                    }
+                                    TimelineItem::Tool(exchange) => {
+                                        view! { <ToolCard exchange=*exchange /> }.into_any()
+                                    }
+                                },
+                            )
+                        })
+                        .collect()
+                }),
+            )}
         </div>
     }
 }

@@ -9,4 +9,5 @@ pub mod grants;
 pub mod markdown;
 pub mod messages;
 pub mod question;
+pub mod rows;
 pub mod sidebar;

@@ -7,9 +7,10 @@ use asg_shared::rest::ConversationSummary;
 use leptos::prelude::*;
 
 use crate::api::LiveStatus;
+use crate::components::rows::{Row, keyed_rows};
 use crate::logic::auth::{AuthState, display_name, roles_label};
 use crate::logic::inbox::{pending_count, pending_marker};
-use crate::logic::labels::{clock, conversation_title, count, status_label};
+use crate::logic::labels::{clock, conversation_title, count, status_label, summary_key};
 use crate::logic::pages::{LOAD_MARGIN_PX, Paging, Scroll, near_end};
 use crate::state::AppState;
 
@@ -106,11 +107,21 @@ fn ConversationList() -> impl IntoView {
             aria-busy=move || loading().to_string()
             on:scroll=move |_| check_end()
         >
-            <For
-                each=move || state.conversations.get()
-                key=|c| (c.id, c.status, c.message_count, c.title.clone())
-                children=move |summary| view! { <Item summary=summary /> }
-            />
+            {keyed_rows(
+                Box::new(move || {
+                    state
+                        .conversations
+                        .get()
+                        .into_iter()
+                        .map(|summary| {
+                            Row::new(
+                                summary_key(&summary),
+                                move || view! { <Item summary=summary /> }.into_any(),
+                            )
+                        })
+                        .collect()
+                }),
+            )}
             <Show when=move || state.conversations.with(Vec::is_empty)>
                 <li class="list-empty">"No conversations yet."</li>
             </Show>

@@ -29,6 +29,20 @@ pub fn conversation_title(summary: &ConversationSummary) -> String {
     }
 }
 
+/// The key of a conversation's row in the list: it changes, and the row
+/// is drawn again, when the status, the message count or the title does.
+/// The title comes last, so a title can hold anything without making two
+/// keys alike.
+pub fn summary_key(summary: &ConversationSummary) -> String {
+    format!(
+        "{} {} {} {}",
+        summary.id.simple(),
+        status_label(summary.status),
+        summary.message_count,
+        summary.title.as_deref().unwrap_or("\u{0}")
+    )
+}
+
 /// `n` with the singular or plural noun, e.g. `1 message`, `3 messages`.
 pub fn count(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
@@ -74,6 +88,31 @@ mod tests {
             conversation_title(&summary(None)),
             "New conversation · abcdef12"
         );
+    }
+
+    #[test]
+    fn a_row_key_changes_with_what_the_row_shows() {
+        let base = summary(Some("list resources"));
+        let key = summary_key(&base);
+        assert_eq!(key, summary_key(&base.clone()));
+        let mut waiting = base.clone();
+        waiting.status = ConversationStatus::WaitingApproval;
+        let mut longer = base.clone();
+        longer.message_count += 1;
+        let mut renamed = base.clone();
+        renamed.title = Some("list resources again".into());
+        let mut untitled = base.clone();
+        untitled.title = None;
+        let mut other = base.clone();
+        other.id = Uuid::from_u128(7);
+        let keys = [&waiting, &longer, &renamed, &untitled, &other].map(summary_key);
+        for (i, changed) in keys.iter().enumerate() {
+            assert_ne!(changed, &key, "change {i} kept the key");
+        }
+        // No title and an empty one are different rows too.
+        let mut empty = base.clone();
+        empty.title = Some(String::new());
+        assert_ne!(summary_key(&empty), summary_key(&untitled));
     }
 
     #[test]
