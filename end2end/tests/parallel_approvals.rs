@@ -113,12 +113,31 @@ async fn two_cards_show(browser: &Browser, agent: &Agent) {
     );
 }
 
-/// adder-b approved (and remembered for these same arguments): its card
-/// goes, adder-a's stays, and the page says the run still waits.
+/// The reject reason typed into adder-a's card.
+async fn reason_of_a(browser: &Browser) -> String {
+    let field = browser
+        .wait_for(&format!("{} .reject-reason", card("adder-a")))
+        .await;
+    field.prop("value").await.unwrap().unwrap_or_default()
+}
+
+/// adder-b approved (and remembered for these same arguments) while a
+/// reason is being typed into adder-a's card: b's card goes, a's stays
+/// as it was, the reason still in it, and the page says the run still
+/// waits.
 async fn approve_b_while_a_waits(browser: &Browser, agent: &Agent) {
+    let reason = browser
+        .wait_for(&format!("{} .reject-reason", card("adder-a")))
+        .await;
+    reason.send_keys("not a").await.expect("type the reason");
     click(browser, "adder-b", "approve-same-args").await;
     browser.wait_count(".approval-card", 1).await;
     browser.wait_for(&card("adder-a")).await;
+    assert_eq!(
+        reason_of_a(browser).await,
+        "not a",
+        "adder-a's card was drawn again when b's went"
+    );
     browser
         .wait_text("#approvals-summary", "the run still waits")
         .await;
@@ -143,13 +162,10 @@ async fn approve_b_while_a_waits(browser: &Browser, agent: &Agent) {
     assert_eq!(conversation["grants"][0]["scope"], "same_arguments");
 }
 
-/// adder-a rejected with a reason: no card left, and the tally reports
-/// the refusal next to b's addition.
+/// adder-a rejected with the reason typed before: no card left, the
+/// tally reports the refusal next to b's addition, and the decision
+/// carries the reason.
 async fn reject_a_and_the_run_goes_on(browser: &Browser, agent: &Agent) {
-    let reason = browser
-        .wait_for(&format!("{} .reject-reason", card("adder-a")))
-        .await;
-    reason.send_keys("not a").await.expect("type the reason");
     click(browser, "adder-a", "reject").await;
     browser.wait_gone("#approval-panel").await;
     let answer = browser
@@ -167,6 +183,16 @@ async fn reject_a_and_the_run_goes_on(browser: &Browser, agent: &Agent) {
     assert!(ran[0].1.contains("from-adder-b"), "{added:?}");
     let conversation = open_conversation(browser, agent).await;
     assert_eq!(conversation["status"], "active", "{conversation}");
+    let rejected: Vec<&Value> = conversation["decisions"]
+        .as_array()
+        .expect("decisions")
+        .iter()
+        .filter(|d| d["approved"] == false)
+        .collect();
+    assert!(
+        matches!(rejected.as_slice(), [d] if d["reason"] == "not a"),
+        "the reason typed before b was approved is not a's decision's: {rejected:?}"
+    );
 }
 
 #[tokio::test]
