@@ -319,29 +319,7 @@ fn DecisionButtons(
             >
                 "Reject"
             </button>
-            <Show when=move || offer_edit || remember>
-                <details class="approval-more">
-                    <summary id=ids.id("more") data-action="more" class="btn">
-                        "More…"
-                    </summary>
-                    <div class="approval-more-actions">
-                        <Show when=move || offer_edit>
-                            <button
-                                id=ids.id("edit-args")
-                                data-action="edit-args"
-                                type="button"
-                                class="btn"
-                                on:click=move |_| editing.set(true)
-                            >
-                                "Edit arguments"
-                            </button>
-                        </Show>
-                        <Show when=move || remember>
-                            <RememberButtons ids=ids />
-                        </Show>
-                    </div>
-                </details>
-            </Show>
+            {(offer_edit || remember).then(|| more_actions(ids, offer_edit, remember, editing))}
             <button
                 id=ids.id("approve")
                 data-action="approve"
@@ -353,6 +331,40 @@ fn DecisionButtons(
                 "Approve"
             </button>
         </div>
+    }
+}
+
+/// "More…": Edit arguments (when `offer_edit`) and the ways to approve
+/// and remember (when `remember`).
+fn more_actions(
+    ids: CardIds,
+    offer_edit: bool,
+    remember: bool,
+    editing: RwSignal<bool>,
+) -> impl IntoView + use<> {
+    view! {
+        <details class="approval-more">
+            <summary id=ids.id("more") data-action="more" class="btn">
+                "More…"
+            </summary>
+            <div class="approval-more-actions">
+                {offer_edit
+                    .then(|| {
+                        view! {
+                            <button
+                                id=ids.id("edit-args")
+                                data-action="edit-args"
+                                type="button"
+                                class="btn"
+                                on:click=move |_| editing.set(true)
+                            >
+                                "Edit arguments"
+                            </button>
+                        }
+                    })}
+                {remember.then(|| view! { <RememberButtons ids=ids /> })}
+            </div>
+        </details>
     }
 }
 

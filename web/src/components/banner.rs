@@ -22,20 +22,30 @@ pub fn ErrorBanner() -> impl IntoView {
                         <strong>{error.title}</strong>
                         <span>{error.detail}</span>
                     </div>
-                    <Show when=move || sign_in>
-                        <button
-                            type="button"
-                            class="btn small primary banner-sign-in"
-                            on:click=move |_| state.sign_in()
-                        >
-                            "Sign in"
-                        </button>
-                    </Show>
-                    <Show when=move || retry>
-                        <button type="button" class="btn small" on:click=move |_| state.retry()>
-                            "Retry"
-                        </button>
-                    </Show>
+                    {sign_in
+                        .then(|| {
+                            view! {
+                                <button
+                                    type="button"
+                                    class="btn small primary banner-sign-in"
+                                    on:click=move |_| state.sign_in()
+                                >
+                                    "Sign in"
+                                </button>
+                            }
+                        })}
+                    {retry
+                        .then(|| {
+                            view! {
+                                <button
+                                    type="button"
+                                    class="btn small"
+                                    on:click=move |_| state.retry()
+                                >
+                                    "Retry"
+                                </button>
+                            }
+                        })}
                     <button
                         type="button"
                         class="btn small ghost"

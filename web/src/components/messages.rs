@@ -431,9 +431,7 @@ fn ToolResultBox(
         <div class="tool-result" class:error=is_error>
             <div class="tool-result-label">{label}</div>
             <ToolOutput content=content />
-            <Show when=move || wants_sign_in>
-                <SignInRetry />
-            </Show>
+            {wants_sign_in.then(|| view! { <SignInRetry /> })}
         </div>
     }
 }
