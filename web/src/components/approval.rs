@@ -18,6 +18,7 @@ use crate::api;
 use crate::components::args::ArgsTable;
 use crate::components::question::QuestionCard;
 use crate::components::rows::{Row, keyed_rows};
+use crate::components::shown::shown_while;
 use crate::logic::approvals::{approval_cards, card_element_id, cards_summary, stopped_for};
 use crate::logic::auth::actor_label;
 use crate::logic::choices::{Choice, can_edit, can_remember, editor_text, parse_arguments};
@@ -47,41 +48,47 @@ pub fn ApprovalPanel() -> impl IntoView {
     });
     let first = Memo::new(move |_| cards.with(|c| c.first().map(|a| a.uuid)));
     view! {
-        <Show when=move || !cards.with(Vec::is_empty)>
-            <div
-                id="approval-panel"
-                class="approvals"
-                role="region"
-                aria-label="Approvals"
-            >
-                {move || {
-                    summary
-                        .get()
-                        .map(|text| {
-                            view! {
-                                <p
-                                    id="approvals-summary"
-                                    class="approvals-summary"
-                                    role="status"
-                                >
-                                    {text}
-                                </p>
-                            }
-                        })
-                }}
-                {keyed_rows(
-                    Box::new(move || {
-                        cards
+        {shown_while(
+            Box::new(move || !cards.with(Vec::is_empty)),
+            Box::new(move || {
+                view! {
+                <div
+                    id="approval-panel"
+                    class="approvals"
+                    role="region"
+                    aria-label="Approvals"
+                >
+                    {move || {
+                        summary
                             .get()
-                            .into_iter()
-                            .map(|approval| {
-                                Row::new(approval.uuid.to_string(), move || card(approval, first))
+                            .map(|text| {
+                                view! {
+                                    <p
+                                        id="approvals-summary"
+                                        class="approvals-summary"
+                                        role="status"
+                                    >
+                                        {text}
+                                    </p>
+                                }
                             })
-                            .collect()
-                    }),
-                )}
-            </div>
-        </Show>
+                    }}
+                    {keyed_rows(
+                        Box::new(move || {
+                            cards
+                                .get()
+                                .into_iter()
+                                .map(|approval| {
+                                    Row::new(approval.uuid.to_string(), move || card(approval, first))
+                                })
+                                .collect()
+                        }),
+                    )}
+                </div>
+                }
+                .into_any()
+            }),
+        )}
     }
 }
 

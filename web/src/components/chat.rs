@@ -10,6 +10,7 @@ use crate::components::banner::ErrorBanner;
 use crate::components::composer::{Composer, WorkingLine};
 use crate::components::grants::GrantList;
 use crate::components::messages::MessageList;
+use crate::components::shown::shown_while;
 use crate::logic::auth::AuthState;
 use crate::logic::labels::{short_id, status_label};
 use crate::state::AppState;
@@ -23,22 +24,28 @@ pub fn ChatPane() -> impl IntoView {
         <main class="chat">
             <ChatHeader />
             <div class="chat-body">
-                <Show when=signed_out>
-                    <div id="sign-in-prompt" class="sign-in-prompt">
-                        <h2>"Sign in to use the agent"</h2>
-                        <p class="muted">
-                            "This chat needs to know who you are: your name is recorded on what you ask and what you approve."
-                        </p>
-                        <button
-                            id="sign-in-main"
-                            type="button"
-                            class="btn primary"
-                            on:click=move |_| state.sign_in()
-                        >
-                            "Sign in"
-                        </button>
-                    </div>
-                </Show>
+                {shown_while(
+                    Box::new(signed_out),
+                    Box::new(move || {
+                        view! {
+                        <div id="sign-in-prompt" class="sign-in-prompt">
+                            <h2>"Sign in to use the agent"</h2>
+                            <p class="muted">
+                                "This chat needs to know who you are: your name is recorded on what you ask and what you approve."
+                            </p>
+                            <button
+                                id="sign-in-main"
+                                type="button"
+                                class="btn primary"
+                                on:click=move |_| state.sign_in()
+                            >
+                                "Sign in"
+                            </button>
+                        </div>
+                        }
+                        .into_any()
+                    }),
+                )}
                 <ErrorBanner />
                 <MessageList />
             </div>

@@ -4,6 +4,7 @@
 use leptos::ev::{KeyboardEvent, SubmitEvent};
 use leptos::prelude::*;
 
+use crate::components::shown::shown_while;
 use crate::logic::events::{accepts_messages, waits_for_decision};
 use crate::state::AppState;
 
@@ -14,16 +15,22 @@ pub fn WorkingLine() -> impl IntoView {
     let state = expect_context::<AppState>();
     view! {
         <div class="status-line">
-            <Show when=move || state.working()>
-                <div id="working" class="working" role="status">
-                    <span class="dots" aria-hidden="true">
-                        <i></i>
-                        <i></i>
-                        <i></i>
-                    </span>
-                    "The agent is working…"
-                </div>
-            </Show>
+            {shown_while(
+                Box::new(move || state.working()),
+                Box::new(move || {
+                    view! {
+                    <div id="working" class="working" role="status">
+                        <span class="dots" aria-hidden="true">
+                            <i></i>
+                            <i></i>
+                            <i></i>
+                        </span>
+                        "The agent is working…"
+                    </div>
+                    }
+                    .into_any()
+                }),
+            )}
         </div>
     }
 }

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::components::rows::{Row, keyed_rows};
+use crate::components::shown::shown_while;
 use crate::logic::choices::{can_revoke, grant_label, granted_tools};
 use crate::state::AppState;
 
@@ -24,27 +25,33 @@ pub fn GrantList() -> impl IntoView {
         })
     });
     view! {
-        <Show when=move || !grants.with(Vec::is_empty)>
-            <section id="grants" class="grants" aria-label="Always allowed in this conversation">
-                <span class="grants-title">"Always allowed here:"</span>
-                <ul class="grant-list">
-                    {keyed_rows(
-                        Box::new(move || {
-                            grants
-                                .get()
-                                .into_iter()
-                                .map(|(tool, label)| {
-                                    Row::new(
-                                        format!("{tool}\n{label}"),
-                                        move || view! { <GrantItem tool=tool label=label /> }.into_any(),
-                                    )
-                                })
-                                .collect()
-                        }),
-                    )}
-                </ul>
-            </section>
-        </Show>
+        {shown_while(
+            Box::new(move || !grants.with(Vec::is_empty)),
+            Box::new(move || {
+                view! {
+                <section id="grants" class="grants" aria-label="Always allowed in this conversation">
+                    <span class="grants-title">"Always allowed here:"</span>
+                    <ul class="grant-list">
+                        {keyed_rows(
+                            Box::new(move || {
+                                grants
+                                    .get()
+                                    .into_iter()
+                                    .map(|(tool, label)| {
+                                        Row::new(
+                                            format!("{tool}\n{label}"),
+                                            move || view! { <GrantItem tool=tool label=label /> }.into_any(),
+                                        )
+                                    })
+                                    .collect()
+                            }),
+                        )}
+                    </ul>
+                </section>
+                }
+                .into_any()
+            }),
+        )}
     }
 }
 
@@ -66,16 +73,22 @@ fn GrantItem(tool: String, label: String) -> impl IntoView {
     view! {
         <li class="grant" data-tool=tool>
             <span class="grant-label">{label}</span>
-            <Show when=may_revoke>
-                <button
-                    type="button"
-                    class="btn small grant-revoke"
-                    aria-label=aria.clone()
-                    on:click=revoke.clone()
-                >
-                    "Revoke"
-                </button>
-            </Show>
+            {shown_while(
+                Box::new(may_revoke),
+                Box::new(move || {
+                    view! {
+                    <button
+                        type="button"
+                        class="btn small grant-revoke"
+                        aria-label=aria.clone()
+                        on:click=revoke.clone()
+                    >
+                        "Revoke"
+                    </button>
+                    }
+                    .into_any()
+                }),
+            )}
         </li>
     }
 }

@@ -8,6 +8,7 @@ use leptos::prelude::*;
 use crate::components::args::{ArgsTable, JsonBlock, ShownValue};
 use crate::components::markdown::Markdown;
 use crate::components::rows::{Row, keyed_rows};
+use crate::components::shown::shown_while;
 use crate::logic::auth::{decision_for, decision_label, needs_sign_in};
 use crate::logic::choices::{ArgChange, DecisionNotes, decision_notes};
 use crate::logic::json::{Shown, show_text, split_trailing_json};
@@ -76,9 +77,15 @@ pub fn MessageList() -> impl IntoView {
             aria-live="polite"
             aria-label="Messages"
         >
-            <Show when=empty>
-                <Welcome />
-            </Show>
+            {shown_while(
+                Box::new(empty),
+                Box::new(move || {
+                    view! {
+                    <Welcome />
+                    }
+                    .into_any()
+                }),
+            )}
             {keyed_rows(
                 Box::new(move || {
                     timeline
@@ -131,28 +138,34 @@ fn Welcome() -> impl IntoView {
             <div class="suggestions">
                 {suggest("list resources")} {suggest("add resource web-1 with value 42")}
             </div>
-            <Show when=move || !state.tools.with(Vec::is_empty)>
-                <p class="tools-line muted">
-                    "Tools: "
-                    {move || {
-                        state
-                            .tools
-                            .with(|tools| {
-                                tools
-                                    .iter()
-                                    .map(|t| {
-                                        if t.destructive_hint {
-                                            format!("{} (asks first)", t.name)
-                                        } else {
-                                            t.name.clone()
-                                        }
-                                    })
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            })
-                    }}
-                </p>
-            </Show>
+            {shown_while(
+                Box::new(move || !state.tools.with(Vec::is_empty)),
+                Box::new(move || {
+                    view! {
+                    <p class="tools-line muted">
+                        "Tools: "
+                        {move || {
+                            state
+                                .tools
+                                .with(|tools| {
+                                    tools
+                                        .iter()
+                                        .map(|t| {
+                                            if t.destructive_hint {
+                                                format!("{} (asks first)", t.name)
+                                            } else {
+                                                t.name.clone()
+                                            }
+                                        })
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                })
+                        }}
+                    </p>
+                    }
+                    .into_any()
+                }),
+            )}
         </div>
     }
 }
@@ -444,15 +457,21 @@ fn SignInRetry() -> impl IntoView {
     view! {
         <div class="tool-sign-in">
             <span>"The tool server needs you to sign in."</span>
-            <Show when=move || state.auth.with(|a| a.login_configured())>
-                <button
-                    type="button"
-                    class="btn small primary sign-in-retry"
-                    on:click=move |_| resend_after_sign_in(state)
-                >
-                    "Sign in and send again"
-                </button>
-            </Show>
+            {shown_while(
+                Box::new(move || state.auth.with(|a| a.login_configured())),
+                Box::new(move || {
+                    view! {
+                    <button
+                        type="button"
+                        class="btn small primary sign-in-retry"
+                        on:click=move |_| resend_after_sign_in(state)
+                    >
+                        "Sign in and send again"
+                    </button>
+                    }
+                    .into_any()
+                }),
+            )}
         </div>
     }
 }

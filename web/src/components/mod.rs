@@ -10,4 +10,5 @@ pub mod markdown;
 pub mod messages;
 pub mod question;
 pub mod rows;
+pub mod shown;
 pub mod sidebar;

@@ -8,6 +8,7 @@ use leptos::prelude::*;
 
 use crate::api::LiveStatus;
 use crate::components::rows::{Row, keyed_rows};
+use crate::components::shown::shown_while;
 use crate::logic::auth::{AuthState, display_name, roles_label};
 use crate::logic::inbox::{pending_count, pending_marker};
 use crate::logic::labels::{clock, conversation_title, count, status_label, summary_key};
@@ -122,22 +123,34 @@ fn ConversationList() -> impl IntoView {
                         .collect()
                 }),
             )}
-            <Show when=move || state.conversations.with(Vec::is_empty)>
-                <li class="list-empty">"No conversations yet."</li>
-            </Show>
-            <Show when=move || state.paging.with(Paging::has_more)>
-                <li class="list-more">
-                    <button
-                        id="load-more"
-                        type="button"
-                        class="btn small"
-                        disabled=loading
-                        on:click=move |_| state.load_more()
-                    >
-                        {move || if loading() { "Loading…" } else { "Load more" }}
-                    </button>
-                </li>
-            </Show>
+            {shown_while(
+                Box::new(move || state.conversations.with(Vec::is_empty)),
+                Box::new(move || {
+                    view! {
+                    <li class="list-empty">"No conversations yet."</li>
+                    }
+                    .into_any()
+                }),
+            )}
+            {shown_while(
+                Box::new(move || state.paging.with(Paging::has_more)),
+                Box::new(move || {
+                    view! {
+                    <li class="list-more">
+                        <button
+                            id="load-more"
+                            type="button"
+                            class="btn small"
+                            disabled=loading
+                            on:click=move |_| state.load_more()
+                        >
+                            {move || if loading() { "Loading…" } else { "Load more" }}
+                        </button>
+                    </li>
+                    }
+                    .into_any()
+                }),
+            )}
         </ul>
     }
 }
@@ -232,11 +245,17 @@ fn Item(summary: ConversationSummary) -> impl IntoView {
                 title=title.clone()
             >
                 <span class="conversation-title">
-                    <Show when=pending>
-                        <span class="pending-marker" title=move || pending_marker(waiting()).1>
-                            {move || pending_marker(waiting()).0}
-                        </span>
-                    </Show>
+                    {shown_while(
+                        Box::new(pending),
+                        Box::new(move || {
+                            view! {
+                            <span class="pending-marker" title=move || pending_marker(waiting()).1>
+                                {move || pending_marker(waiting()).0}
+                            </span>
+                            }
+                            .into_any()
+                        }),
+                    )}
                     {title.clone()}
                 </span>
                 <span class="conversation-meta">
