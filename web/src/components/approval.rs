@@ -52,39 +52,39 @@ pub fn ApprovalPanel() -> impl IntoView {
             Box::new(move || !cards.with(Vec::is_empty)),
             Box::new(move || {
                 view! {
-                <div
-                    id="approval-panel"
-                    class="approvals"
-                    role="region"
-                    aria-label="Approvals"
-                >
-                    {move || {
-                        summary
-                            .get()
-                            .map(|text| {
-                                view! {
-                                    <p
-                                        id="approvals-summary"
-                                        class="approvals-summary"
-                                        role="status"
-                                    >
-                                        {text}
-                                    </p>
-                                }
-                            })
-                    }}
-                    {keyed_rows(
-                        Box::new(move || {
-                            cards
+                    <div
+                        id="approval-panel"
+                        class="approvals"
+                        role="region"
+                        aria-label="Approvals"
+                    >
+                        {move || {
+                            summary
                                 .get()
-                                .into_iter()
-                                .map(|approval| {
-                                    Row::new(approval.uuid.to_string(), move || card(approval, first))
+                                .map(|text| {
+                                    view! {
+                                        <p
+                                            id="approvals-summary"
+                                            class="approvals-summary"
+                                            role="status"
+                                        >
+                                            {text}
+                                        </p>
+                                    }
                                 })
-                                .collect()
-                        }),
-                    )}
-                </div>
+                        }}
+                        {keyed_rows(
+                            Box::new(move || {
+                                cards
+                                    .get()
+                                    .into_iter()
+                                    .map(|approval| {
+                                        Row::new(approval.uuid.to_string(), move || card(approval, first))
+                                    })
+                                    .collect()
+                            }),
+                        )}
+                    </div>
                 }
                 .into_any()
             }),

@@ -28,20 +28,20 @@ pub fn ChatPane() -> impl IntoView {
                     Box::new(signed_out),
                     Box::new(move || {
                         view! {
-                        <div id="sign-in-prompt" class="sign-in-prompt">
-                            <h2>"Sign in to use the agent"</h2>
-                            <p class="muted">
-                                "This chat needs to know who you are: your name is recorded on what you ask and what you approve."
-                            </p>
-                            <button
-                                id="sign-in-main"
-                                type="button"
-                                class="btn primary"
-                                on:click=move |_| state.sign_in()
-                            >
-                                "Sign in"
-                            </button>
-                        </div>
+                            <div id="sign-in-prompt" class="sign-in-prompt">
+                                <h2>"Sign in to use the agent"</h2>
+                                <p class="muted">
+                                    "This chat needs to know who you are: your name is recorded on what you ask and what you approve."
+                                </p>
+                                <button
+                                    id="sign-in-main"
+                                    type="button"
+                                    class="btn primary"
+                                    on:click=move |_| state.sign_in()
+                                >
+                                    "Sign in"
+                                </button>
+                            </div>
                         }
                         .into_any()
                     }),

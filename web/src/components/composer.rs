@@ -19,14 +19,14 @@ pub fn WorkingLine() -> impl IntoView {
                 Box::new(move || state.working()),
                 Box::new(move || {
                     view! {
-                    <div id="working" class="working" role="status">
-                        <span class="dots" aria-hidden="true">
-                            <i></i>
-                            <i></i>
-                            <i></i>
-                        </span>
-                        "The agent is working…"
-                    </div>
+                        <div id="working" class="working" role="status">
+                            <span class="dots" aria-hidden="true">
+                                <i></i>
+                                <i></i>
+                                <i></i>
+                            </span>
+                            "The agent is working…"
+                        </div>
                     }
                     .into_any()
                 }),

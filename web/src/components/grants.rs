@@ -29,25 +29,25 @@ pub fn GrantList() -> impl IntoView {
             Box::new(move || !grants.with(Vec::is_empty)),
             Box::new(move || {
                 view! {
-                <section id="grants" class="grants" aria-label="Always allowed in this conversation">
-                    <span class="grants-title">"Always allowed here:"</span>
-                    <ul class="grant-list">
-                        {keyed_rows(
-                            Box::new(move || {
-                                grants
-                                    .get()
-                                    .into_iter()
-                                    .map(|(tool, label)| {
-                                        Row::new(
-                                            format!("{tool}\n{label}"),
-                                            move || view! { <GrantItem tool=tool label=label /> }.into_any(),
-                                        )
-                                    })
-                                    .collect()
-                            }),
-                        )}
-                    </ul>
-                </section>
+                    <section id="grants" class="grants" aria-label="Always allowed in this conversation">
+                        <span class="grants-title">"Always allowed here:"</span>
+                        <ul class="grant-list">
+                            {keyed_rows(
+                                Box::new(move || {
+                                    grants
+                                        .get()
+                                        .into_iter()
+                                        .map(|(tool, label)| {
+                                            Row::new(
+                                                format!("{tool}\n{label}"),
+                                                move || view! { <GrantItem tool=tool label=label /> }.into_any(),
+                                            )
+                                        })
+                                        .collect()
+                                }),
+                            )}
+                        </ul>
+                    </section>
                 }
                 .into_any()
             }),
@@ -77,14 +77,14 @@ fn GrantItem(tool: String, label: String) -> impl IntoView {
                 Box::new(may_revoke),
                 Box::new(move || {
                     view! {
-                    <button
-                        type="button"
-                        class="btn small grant-revoke"
-                        aria-label=aria.clone()
-                        on:click=revoke.clone()
-                    >
-                        "Revoke"
-                    </button>
+                        <button
+                            type="button"
+                            class="btn small grant-revoke"
+                            aria-label=aria.clone()
+                            on:click=revoke.clone()
+                        >
+                            "Revoke"
+                        </button>
                     }
                     .into_any()
                 }),

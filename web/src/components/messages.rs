@@ -77,38 +77,18 @@ pub fn MessageList() -> impl IntoView {
             aria-live="polite"
             aria-label="Messages"
         >
-            {shown_while(
-                Box::new(empty),
-                Box::new(move || {
-                    view! {
-                    <Welcome />
-                    }
-                    .into_any()
-                }),
-            )}
-            {keyed_rows(
-                Box::new(move || {
-                    timeline
-                        .get()
-                        .into_iter()
-                        .map(|item| {
-                            Row::new(
-                                item.key(),
-                                move || match item {
-                                    TimelineItem::Text(message) => {
-                                        view! { <TextMessage message=*message /> }.into_any()
-                                    }
-                                    TimelineItem::Tool(exchange) => {
-                                        view! { <ToolCard exchange=*exchange /> }.into_any()
-                                    }
-                                },
-                            )
-                        })
-                        .collect()
-                }),
-            )}
+            {shown_while(Box::new(empty), Box::new(|| view! { <Welcome /> }.into_any()))}
+            {keyed_rows(Box::new(move || timeline.get().into_iter().map(timeline_row).collect()))}
         </div>
     }
+}
+
+/// One row of the history: a message's bubble or a tool call's card.
+fn timeline_row(item: TimelineItem) -> Row {
+    Row::new(item.key(), move || match item {
+        TimelineItem::Text(message) => view! { <TextMessage message=*message /> }.into_any(),
+        TimelineItem::Tool(exchange) => view! { <ToolCard exchange=*exchange /> }.into_any(),
+    })
 }
 
 /// The empty screen: what the agent can do and prompts to start with.
@@ -142,26 +122,26 @@ fn Welcome() -> impl IntoView {
                 Box::new(move || !state.tools.with(Vec::is_empty)),
                 Box::new(move || {
                     view! {
-                    <p class="tools-line muted">
-                        "Tools: "
-                        {move || {
-                            state
-                                .tools
-                                .with(|tools| {
-                                    tools
-                                        .iter()
-                                        .map(|t| {
-                                            if t.destructive_hint {
-                                                format!("{} (asks first)", t.name)
-                                            } else {
-                                                t.name.clone()
-                                            }
-                                        })
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                })
-                        }}
-                    </p>
+                        <p class="tools-line muted">
+                            "Tools: "
+                            {move || {
+                                state
+                                    .tools
+                                    .with(|tools| {
+                                        tools
+                                            .iter()
+                                            .map(|t| {
+                                                if t.destructive_hint {
+                                                    format!("{} (asks first)", t.name)
+                                                } else {
+                                                    t.name.clone()
+                                                }
+                                            })
+                                            .collect::<Vec<_>>()
+                                            .join(", ")
+                                    })
+                            }}
+                        </p>
                     }
                     .into_any()
                 }),
@@ -461,13 +441,13 @@ fn SignInRetry() -> impl IntoView {
                 Box::new(move || state.auth.with(|a| a.login_configured())),
                 Box::new(move || {
                     view! {
-                    <button
-                        type="button"
-                        class="btn small primary sign-in-retry"
-                        on:click=move |_| resend_after_sign_in(state)
-                    >
-                        "Sign in and send again"
-                    </button>
+                        <button
+                            type="button"
+                            class="btn small primary sign-in-retry"
+                            on:click=move |_| resend_after_sign_in(state)
+                        >
+                            "Sign in and send again"
+                        </button>
                     }
                     .into_any()
                 }),

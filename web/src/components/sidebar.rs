@@ -127,7 +127,7 @@ fn ConversationList() -> impl IntoView {
                 Box::new(move || state.conversations.with(Vec::is_empty)),
                 Box::new(move || {
                     view! {
-                    <li class="list-empty">"No conversations yet."</li>
+                        <li class="list-empty">"No conversations yet."</li>
                     }
                     .into_any()
                 }),
@@ -136,17 +136,17 @@ fn ConversationList() -> impl IntoView {
                 Box::new(move || state.paging.with(Paging::has_more)),
                 Box::new(move || {
                     view! {
-                    <li class="list-more">
-                        <button
-                            id="load-more"
-                            type="button"
-                            class="btn small"
-                            disabled=loading
-                            on:click=move |_| state.load_more()
-                        >
-                            {move || if loading() { "Loading…" } else { "Load more" }}
-                        </button>
-                    </li>
+                        <li class="list-more">
+                            <button
+                                id="load-more"
+                                type="button"
+                                class="btn small"
+                                disabled=loading
+                                on:click=move |_| state.load_more()
+                            >
+                                {move || if loading() { "Loading…" } else { "Load more" }}
+                            </button>
+                        </li>
                     }
                     .into_any()
                 }),
@@ -249,9 +249,9 @@ fn Item(summary: ConversationSummary) -> impl IntoView {
                         Box::new(pending),
                         Box::new(move || {
                             view! {
-                            <span class="pending-marker" title=move || pending_marker(waiting()).1>
-                                {move || pending_marker(waiting()).0}
-                            </span>
+                                <span class="pending-marker" title=move || pending_marker(waiting()).1>
+                                    {move || pending_marker(waiting()).0}
+                                </span>
                             }
                             .into_any()
                         }),
