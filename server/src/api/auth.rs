@@ -6,9 +6,8 @@
 //! `WWW-Authenticate: Bearer` naming the problem; a provider whose keys
 //! cannot be read answers 503. Nothing about the credential is logged.
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -43,29 +42,26 @@ const PUBLIC: [&str; 6] = [
     "/.well-known/agent.json",
 ];
 
-/// The middleware: authenticates, or answers 401 / 503.
-pub async fn authenticate(
-    State(auth): State<Authenticator>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// Authenticates a request (its principal, and a token's expiry, put in
+/// its extensions), or gives the 401 / 503 answering it. Called by
+/// [`super::edge`].
+pub async fn authenticate(auth: &Authenticator, mut request: Request) -> Result<Request, Response> {
     let path = request.uri().path();
     // Channel routes verify their own signatures and tokens.
     if PUBLIC.contains(&path) || super::channels::is_channel_path(path) {
-        return next.run(request).await;
+        return Ok(request);
     }
-    match auth.authenticate(request.headers()).await {
-        Ok(principal) => {
-            if principal.credential == Credential::Token
-                && let Some(expiry) = crate::auth::bearer(request.headers()).and_then(expiry_of)
-            {
-                request.extensions_mut().insert(expiry);
-            }
-            request.extensions_mut().insert(principal);
-            next.run(request).await
-        }
-        Err(error) => refusal(&error),
+    let principal = auth
+        .authenticate(request.headers())
+        .await
+        .map_err(|error| refusal(&error))?;
+    if principal.credential == Credential::Token
+        && let Some(expiry) = crate::auth::bearer(request.headers()).and_then(expiry_of)
+    {
+        request.extensions_mut().insert(expiry);
     }
+    request.extensions_mut().insert(principal);
+    Ok(request)
 }
 
 fn refusal(error: &AuthError) -> Response {

@@ -15,13 +15,10 @@
 //!   form) are the exception: each verifies a signature or a signed
 //!   token the forging page cannot have.
 
-use std::sync::Arc;
-
 use asg_http::host_check::HostPolicy;
 use axum::body::{Body, HttpBody};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -73,16 +70,16 @@ fn check_content_type(request: &Request) -> Result<(), ApiError> {
     ))
 }
 
-/// The middleware: Host first (421, `asg_http::host_check`), then the
-/// content type (415).
-pub async fn guard(State(hosts): State<Arc<HostPolicy>>, request: Request, next: Next) -> Response {
+/// The answer refusing a request, if it is refused: Host first (421,
+/// `asg_http::host_check`), then the content type (415). Called by
+/// [`super::edge`].
+pub fn refusal(hosts: &HostPolicy, request: &Request) -> Option<Response> {
     if let Err(message) = hosts.check(request.headers(), request.uri()) {
-        return asg_http::host_check::misdirected(message).into_response();
+        return Some(asg_http::host_check::misdirected(message).into_response());
     }
-    if let Err(error) = check_content_type(&request) {
-        return error.into_response();
-    }
-    next.run(request).await
+    check_content_type(request)
+        .err()
+        .map(IntoResponse::into_response)
 }
 
 #[cfg(test)]
@@ -116,13 +113,28 @@ mod tests {
         }
     }
 
+    /// The guard as the edge applies it: refused, or passed on.
+    async fn guarded(
+        axum::extract::State(hosts): axum::extract::State<std::sync::Arc<HostPolicy>>,
+        request: Request,
+        next: middleware::Next,
+    ) -> Response {
+        match refusal(&hosts, &request) {
+            Some(refused) => refused,
+            None => next.run(request).await,
+        }
+    }
+
     async fn answer(
         policy: HostPolicy,
         request: axum::http::Request<Body>,
     ) -> (StatusCode, String) {
         let app = Router::new()
             .route("/", get(|| async { "ok" }).post(|| async { "posted" }))
-            .layer(middleware::from_fn_with_state(Arc::new(policy), guard));
+            .layer(middleware::from_fn_with_state(
+                std::sync::Arc::new(policy),
+                guarded,
+            ));
         let response = app.oneshot(request).await.unwrap();
         let status = response.status();
         let body = axum::body::to_bytes(response.into_body(), usize::MAX)

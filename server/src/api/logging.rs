@@ -4,11 +4,11 @@
 //! or a fresh one), handed to handlers as a request extension and echoed
 //! in the response. Headers, bodies and query strings are never logged.
 
+use std::future::Future;
 use std::time::Instant;
 
 use axum::extract::Request;
 use axum::http::HeaderValue;
-use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -27,9 +27,14 @@ pub struct ConversationTag {
     pub session_id: String,
 }
 
-/// The request-logging middleware: the request's span (its parent the
-/// caller's `traceparent`), then its log line and metrics.
-pub async fn log_requests(mut request: Request, next: Next) -> Response {
+/// Answers a request with `handle`, inside the request's span (its parent
+/// the caller's `traceparent`), then writes its log line and metrics.
+/// Called by [`super::edge`], first.
+pub async fn logged<F, Answer>(mut request: Request, handle: F) -> Response
+where
+    F: FnOnce(Request) -> Answer,
+    Answer: Future<Output = Response>,
+{
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
@@ -43,7 +48,7 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
         span.record("trace_id", trace_id.as_str());
     }
     request.extensions_mut().insert(SessionId(sid.clone()));
-    let mut response = next.run(request).instrument(span.clone()).await;
+    let mut response = handle(request).instrument(span.clone()).await;
     let tag = response.extensions().get::<ConversationTag>().cloned();
     let sid = tag.as_ref().map_or(sid, |t| t.session_id.clone());
     let conversation = tag.map(|t| t.id.to_string()).unwrap_or_else(|| "-".into());

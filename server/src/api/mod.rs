@@ -10,6 +10,7 @@ pub mod auth;
 pub mod channels;
 pub mod conversations;
 pub mod docs;
+pub mod edge;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -117,6 +118,10 @@ pub struct CardSecurity {
 /// The REST router.
 pub fn router(parts: AppParts) -> Router {
     let state = AppState::from(parts);
+    let edge = Arc::new(edge::Edge {
+        hosts: state.hosts.clone(),
+        auth: state.auth.clone(),
+    });
     Router::new()
         .route("/", get(docs::index_page))
         .route("/health", get(system::health))
@@ -156,16 +161,7 @@ pub fn router(parts: AppParts) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::map_response(body_too_large_as_json))
-        .layer(middleware::from_fn_with_state(
-            state.auth.clone(),
-            auth::authenticate,
-        ))
-        .layer(middleware::from_fn_with_state(
-            state.hosts.clone(),
-            guard::guard,
-        ))
-        .layer(middleware::from_fn(logging::log_requests))
+        .layer(middleware::from_fn_with_state(edge, edge::edge))
         .with_state(state)
 }
 
@@ -221,19 +217,6 @@ async fn method_not_allowed() -> ApiError {
         "method_not_allowed",
         "method not allowed on this route; see GET /docs",
     )
-}
-
-/// axum answers an over-limit body with a plain-text 413; make it JSON.
-async fn body_too_large_as_json(response: Response) -> Response {
-    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!("request body is larger than {MAX_BODY_BYTES} bytes"),
-        )
-        .into_response();
-    }
-    response
 }
 
 #[cfg(test)]
