@@ -215,77 +215,83 @@ pub struct CallbackQuery {
 }
 
 /// `GET /auth/callback`: checks `state` against the login cookie,
-/// exchanges the code, verifies the ID token, starts the session.
+/// exchanges the code, verifies the ID token, starts the session. Either
+/// way the login cookie is cleared.
 pub async fn callback(
     State(auth): State<Arc<WebAuth>>,
     headers: HeaderMap,
     Query(query): Query<CallbackQuery>,
 ) -> Response {
-    let login_id = cookie_value(&headers, LOGIN_COOKIE).unwrap_or_default();
     let clear_login = auth.cookies.clear_login();
+    match sign_in(&auth, &headers, query).await {
+        Ok((session, return_to)) => {
+            redirect(&return_to, &[auth.cookies.session(&session), clear_login])
+        }
+        Err((status, message)) => {
+            let mut response = failure_page(status, &message);
+            append_cookie(&mut response, &clear_login);
+            response
+        }
+    }
+}
+
+/// A refused sign-in: the status and what the page says.
+type Refused = (StatusCode, String);
+
+/// The new session's id and where the browser goes back to.
+async fn sign_in(
+    auth: &WebAuth,
+    headers: &HeaderMap,
+    query: CallbackQuery,
+) -> Result<(String, String), Refused> {
+    let login_id = cookie_value(headers, LOGIN_COOKIE).unwrap_or_default();
     let pending = auth
         .sessions
         .finish_login(&login_id, query.state.as_deref().unwrap_or_default());
     if let Some(error) = &query.error {
         let description = query.error_description.as_deref().unwrap_or_default();
-        let mut response = failure_page(
-            StatusCode::BAD_REQUEST,
-            &format!("The provider refused: {error} {description}"),
-        );
-        append_cookie(&mut response, &clear_login);
-        return response;
+        let message = format!("The provider refused: {error} {description}");
+        return Err((StatusCode::BAD_REQUEST, message));
     }
     let (Some(pending), Some(code)) = (pending, query.code) else {
-        let mut response = failure_page(
-            StatusCode::BAD_REQUEST,
-            "This sign-in is unknown, expired or was started in another browser (state mismatch).",
-        );
-        append_cookie(&mut response, &clear_login);
-        return response;
+        let message = "This sign-in is unknown, expired or was started in another browser \
+                       (state mismatch).";
+        return Err((StatusCode::BAD_REQUEST, message.into()));
     };
-    let (tokens, user) = match auth.login.finish(code, &pending).await {
-        Ok(done) => done,
-        Err(e) => {
-            tracing::warn!("sign-in failed: {e}");
-            let mut response = failure_page(StatusCode::BAD_GATEWAY, &e.to_string());
-            append_cookie(&mut response, &clear_login);
-            return response;
-        }
-    };
+    let (tokens, user) = auth.login.finish(code, &pending).await.map_err(|e| {
+        tracing::warn!("sign-in failed: {e}");
+        (StatusCode::BAD_GATEWAY, e.to_string())
+    })?;
     let user = match user {
         Some(user) => user,
         // Plain OAuth2: the agent says who the token belongs to.
-        None => match auth.agent_me(&tokens.access_token).await {
-            Ok((status, body)) if status.is_success() => SessionUser {
-                subject: body["subject"].as_str().unwrap_or_default().to_string(),
-                name: body["name"].as_str().map(str::to_string),
-            },
-            Ok((status, body)) => {
-                let message = body["error"]["message"].as_str().unwrap_or("refused");
-                let mut response = failure_page(
-                    StatusCode::BAD_GATEWAY,
-                    &format!("The agent does not accept the token ({status}): {message}"),
-                );
-                append_cookie(&mut response, &clear_login);
-                return response;
-            }
-            Err(e) => {
-                let mut response = failure_page(StatusCode::BAD_GATEWAY, &e);
-                append_cookie(&mut response, &clear_login);
-                return response;
-            }
-        },
+        None => user_of_token(auth, &tokens.access_token).await?,
     };
     // A new session id at every sign-in (no fixation); the old one ends.
-    if let Some(old) = WebAuth::session_id(&headers) {
+    if let Some(old) = WebAuth::session_id(headers) {
         auth.sessions.remove(&old);
     }
     tracing::info!(user = %user.subject, "signed in to the web chat");
-    let id = auth.sessions.create(tokens, user);
-    redirect(
-        &pending.return_to,
-        &[auth.cookies.session(&id), clear_login],
-    )
+    Ok((auth.sessions.create(tokens, user), pending.return_to))
+}
+
+/// Who a plain OAuth2 access token belongs to, as the agent's `GET /me`
+/// says.
+async fn user_of_token(auth: &WebAuth, token: &str) -> Result<SessionUser, Refused> {
+    match auth.agent_me(token).await {
+        Ok((status, body)) if status.is_success() => Ok(SessionUser {
+            subject: body["subject"].as_str().unwrap_or_default().to_string(),
+            name: body["name"].as_str().map(str::to_string),
+        }),
+        Ok((status, body)) => {
+            let message = body["error"]["message"].as_str().unwrap_or("refused");
+            Err((
+                StatusCode::BAD_GATEWAY,
+                format!("The agent does not accept the token ({status}): {message}"),
+            ))
+        }
+        Err(e) => Err((StatusCode::BAD_GATEWAY, e)),
+    }
 }
 
 fn append_cookie(response: &mut Response, cookie: &str) {

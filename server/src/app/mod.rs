@@ -21,7 +21,7 @@ use crate::config::AgentConfig;
 use crate::engine::catalog::ToolCatalog;
 use crate::engine::rules::ApprovalRules;
 use crate::engine::{
-    DecisionPolicy, Engine, EngineLimits, EngineParts, ExpiryPolicy, HistoryBudget,
+    AgentTree, DecisionPolicy, Engine, EngineLimits, EngineParts, ExpiryPolicy, HistoryBudget,
 };
 use crate::mcp::ToolRegistry;
 use crate::mcp::registry::RegistryOptions;
@@ -79,27 +79,11 @@ impl App {
                 return Err(error);
             }
         };
-        let engine = Engine::start(EngineParts {
-            tree,
-            tools: tools.registry.clone(),
-            agents: tools.agents,
-            store: store.clone(),
-            max_tool_steps: config.max_tool_steps,
-            catalog: tools.catalog,
-            rules: tools.rules,
-            pinning: crate::engine::pin::Pinning::from_config(&config),
-            limits: engine_limits(&config),
-            policy: DecisionPolicy {
-                separate_approver: config.approval.separate_approver,
-            },
-            audit: Some(Arc::new(audit)),
-            expiry: ExpiryPolicy::from_config(&config.approval)
-                .with_questions(config.questions.expires_after.map(|d| d.get())),
-            questions: crate::engine::QuestionPolicy::from_config(&config.questions),
-        })
-        .await
-        .map_err(|e| StartupError(e.to_string()))?;
-        let tools = tools.registry;
+        let registry = tools.registry.clone();
+        let engine = Engine::start(engine_parts(&config, tree, tools, store.clone(), audit))
+            .await
+            .map_err(|e| StartupError(e.to_string()))?;
+        let tools = registry;
         let built = Notifier::build(&config, &engine, env, database).and_then(|notifier| {
             Channels::build(&config, &engine, env).map(|channels| (notifier, channels))
         });
@@ -206,6 +190,35 @@ impl App {
         tracing::info!("shutting down tool servers");
         self.tools.shutdown().await;
         result
+    }
+}
+
+/// What the engine starts with: the agent tree, its tools and the
+/// policies the configuration sets.
+fn engine_parts(
+    config: &AgentConfig,
+    tree: AgentTree,
+    tools: Tools,
+    store: Arc<dyn Store>,
+    audit: AuditLog,
+) -> EngineParts {
+    EngineParts {
+        tree,
+        tools: tools.registry,
+        agents: tools.agents,
+        store,
+        max_tool_steps: config.max_tool_steps,
+        catalog: tools.catalog,
+        rules: tools.rules,
+        pinning: crate::engine::pin::Pinning::from_config(config),
+        limits: engine_limits(config),
+        policy: DecisionPolicy {
+            separate_approver: config.approval.separate_approver,
+        },
+        audit: Some(Arc::new(audit)),
+        expiry: ExpiryPolicy::from_config(&config.approval)
+            .with_questions(config.questions.expires_after.map(|d| d.get())),
+        questions: crate::engine::QuestionPolicy::from_config(&config.questions),
     }
 }
 

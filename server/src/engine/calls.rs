@@ -12,7 +12,7 @@ use super::Inner;
 use super::approval;
 use super::catalog::{Tool, ToolKind};
 use super::question::CallSite;
-use asg_shared::a2a::TaskState;
+use asg_shared::a2a::{Task, TaskState};
 
 use crate::a2a::client::{
     A2aError, Continuation, Delegation, RemoteApproval, RemoteDecision, SubAgent, delegation_of,
@@ -303,27 +303,18 @@ async fn reconcile(
     // A forward that timed out usually means a slow sub-agent: wait for
     // its task to leave `working` well beyond one call's timeout.
     let window = reconcile_window(agent.timeout());
-    let deadline = tokio::time::Instant::now() + window;
-    let task = loop {
-        match inner.agents.get_task(agent, task_id, ctx).await {
-            Ok(task)
-                if task.status.state == TaskState::Working
-                    && tokio::time::Instant::now() < deadline =>
-            {
-                tokio::time::sleep(RECONCILE_POLL).await;
-            }
-            Ok(task) => break task,
-            Err(get_error) => {
-                return CallOutcome::done(
-                    format!(
-                        "The decision could not be confirmed with sub-agent {}: {error}; reading \
-                         its task also failed: {get_error}. It may have been applied; it was not \
-                         sent again. Check the sub-agent before retrying.",
-                        agent.name
-                    ),
-                    true,
-                );
-            }
+    let task = match task_done_working(inner, ctx, agent, task_id, window).await {
+        Ok(task) => task,
+        Err(get_error) => {
+            return CallOutcome::done(
+                format!(
+                    "The decision could not be confirmed with sub-agent {}: {error}; reading \
+                     its task also failed: {get_error}. It may have been applied; it was not \
+                     sent again. Check the sub-agent before retrying.",
+                    agent.name
+                ),
+                true,
+            );
         }
     };
     match delegation_of(&task) {
@@ -360,6 +351,25 @@ async fn reconcile(
             true,
         ),
         other => from_delegation(&agent.name, other),
+    }
+}
+
+/// The sub-agent's task once it is no longer `working`, or as it is when
+/// `window` has passed.
+async fn task_done_working(
+    inner: &Inner,
+    ctx: &RequestContext,
+    agent: &SubAgent,
+    task_id: &str,
+    window: std::time::Duration,
+) -> Result<Task, A2aError> {
+    let deadline = tokio::time::Instant::now() + window;
+    loop {
+        let task = inner.agents.get_task(agent, task_id, ctx).await?;
+        if task.status.state != TaskState::Working || tokio::time::Instant::now() >= deadline {
+            return Ok(task);
+        }
+        tokio::time::sleep(RECONCILE_POLL).await;
     }
 }
 

@@ -373,6 +373,12 @@ impl Step<'_> {
                 return Performed::Paused(Box::new(pending));
             }
         };
+        self.performed(&call, outcome)
+    }
+
+    /// What a call that ran (or was refused) gives the model, or the
+    /// approval it waits for when a sub-agent asks for one.
+    fn performed(&self, call: &LlmToolCall, outcome: CallOutcome) -> Performed {
         match outcome {
             CallOutcome::Done {
                 content,
@@ -386,7 +392,7 @@ impl Step<'_> {
                 Performed::Paused(Box::new(calls::proxy_approval(
                     self.conversation_id,
                     &call.id,
-                    Some(node.name.clone()),
+                    Some(self.node.name.clone()),
                     &agent,
                     approval,
                 )))

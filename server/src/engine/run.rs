@@ -315,6 +315,18 @@ impl Exec {
         };
         let result = llm_node::result_message(&call.id, &a2a.agent, content.clone(), is_error);
         record_in(rec, a2a, llm_node::needing_auth(result, auth_required));
+        self.a2a_done(a2a, content, is_error, rec).await
+    }
+
+    /// An `a2a` step's result, recorded: saved, then its output (or the
+    /// step's failure).
+    async fn a2a_done(
+        &mut self,
+        a2a: &A2aNode,
+        content: String,
+        is_error: bool,
+        rec: &mut dyn Transcript,
+    ) -> Result<Flow, EngineError> {
         rec.checkpoint().await?;
         if is_error {
             return Ok(Flow::Failed(Failure::SubAgent(content)));

@@ -242,40 +242,51 @@ impl ScriptedModel {
             })
             .sum::<usize>();
         for rule in &self.rules {
-            let Some(vars) = rule.matches(request, last_user, &trigger) else {
-                continue;
-            };
-            return match &rule.action {
-                Action::Fail(message) => Err(LlmError::Script(fill(message, &vars))),
-                Action::Reply(text) => Ok(LlmResponse {
-                    text: Some(fill(text, &vars)),
-                    tool_calls: Vec::new(),
-                    usage: None,
-                }),
-                Action::Calls(text, calls) => Ok(LlmResponse {
-                    text: text.as_ref().map(|t| fill(t, &vars)),
-                    tool_calls: calls
-                        .iter()
-                        .enumerate()
-                        .map(|(k, call)| LlmToolCall {
-                            id: format!("call_{}", calls_so_far + k + 1),
-                            name: call.tool.clone(),
-                            arguments: call
-                                .args
-                                .iter()
-                                .map(|(key, value)| (key.clone(), fill_value(value, &vars)))
-                                .collect(),
-                            signature: None,
-                        })
-                        .collect(),
-                    usage: None,
-                }),
-            };
+            if let Some(vars) = rule.matches(request, last_user, &trigger) {
+                return rule.action.answer(&vars, calls_so_far);
+            }
         }
         Err(LlmError::Script(format!(
             "the scripted model {} has no rule for node {:?} and message {:?}",
             self.source, request.node, last_user
         )))
+    }
+}
+
+impl Action {
+    /// The model's answer by this action, its templates filled from
+    /// `vars`; call ids go on from the `calls_so_far` of the request.
+    fn answer(
+        &self,
+        vars: &HashMap<String, String>,
+        calls_so_far: usize,
+    ) -> Result<LlmResponse, LlmError> {
+        match self {
+            Action::Fail(message) => Err(LlmError::Script(fill(message, vars))),
+            Action::Reply(text) => Ok(LlmResponse {
+                text: Some(fill(text, vars)),
+                tool_calls: Vec::new(),
+                usage: None,
+            }),
+            Action::Calls(text, calls) => Ok(LlmResponse {
+                text: text.as_ref().map(|t| fill(t, vars)),
+                tool_calls: calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, call)| LlmToolCall {
+                        id: format!("call_{}", calls_so_far + k + 1),
+                        name: call.tool.clone(),
+                        arguments: call
+                            .args
+                            .iter()
+                            .map(|(key, value)| (key.clone(), fill_value(value, vars)))
+                            .collect(),
+                        signature: None,
+                    })
+                    .collect(),
+                usage: None,
+            }),
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use asg_shared::Conversation;
 use asg_shared::a2a::v1::StreamResponse;
-use asg_shared::a2a::{SendResult, TaskState, TaskStatus, error_codes};
+use asg_shared::a2a::{A2aMessage, SendResult, Task, TaskState, TaskStatus, error_codes};
 use asg_shared::events::ConversationEvent;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -38,7 +38,7 @@ use super::{
 };
 use crate::a2a::mapping::{self, TaskRef};
 use crate::api::logging::ConversationTag;
-use crate::engine::{EngineError, Subscription, TurnOutcome};
+use crate::engine::{Engine, EngineError, Subscription, TurnOutcome};
 
 /// Events buffered for a slow client before the forwarder waits.
 const BUFFER: usize = 64;
@@ -65,13 +65,7 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
     let engine = call.state.engine.clone();
     let history_length = request.history_length;
     if let Action::StillWaiting(_) = action {
-        let (conversation, _) = settled(&engine, execute(&engine, &call.ctx, action).await).await?;
-        let context = context.unwrap_or_else(|| conversation.id.to_string());
-        let task = answer_task(&conversation, &context, history_length, true);
-        let at = task_ref(&conversation, &context);
-        let last = mapping::status_update(&at, task.status.clone(), true);
-        let events = vec![SendResult::Task(task), SendResult::Status(last)];
-        return Ok(sse_now(&call, events, Some(tag(&conversation))));
+        return still_waiting(&call, action, context, history_length).await;
     }
     let (action, conversation) = match action.task() {
         None => {
@@ -90,10 +84,55 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
         .subscribe(conversation.id)
         .await
         .map_err(|e| super::engine_error(&e))?;
-    let mut first = mapping::to_task(&conversation, &context, history_length);
+    let first = first_task(
+        &conversation,
+        &context,
+        history_length,
+        request.message,
+        &at,
+    );
+    let (ctx, runner) = (call.ctx.clone(), engine.clone());
+    let turn = tokio::spawn(async move { execute(&runner, &ctx, action).await });
+    let (sink, response) = channel(&call, Some(tag(&conversation)));
+    tokio::spawn(async move {
+        if sink.send(SendResult::Task(first)).await {
+            relay_to_end(&sink, &engine, &at, events, turn).await;
+        }
+    });
+    Ok(response)
+}
+
+/// A message to a task still waiting for a decision: the task as it
+/// stands and its last status, at once.
+async fn still_waiting(
+    call: &Call,
+    action: Action,
+    context: Option<String>,
+    history_length: Option<usize>,
+) -> Result<Response, RpcError> {
+    let engine = &call.state.engine;
+    let (conversation, _) = settled(engine, execute(engine, &call.ctx, action).await).await?;
+    let context = context.unwrap_or_else(|| conversation.id.to_string());
+    let task = answer_task(&conversation, &context, history_length, true);
+    let at = task_ref(&conversation, &context);
+    let last = mapping::status_update(&at, task.status.clone(), true);
+    let events = vec![SendResult::Task(task), SendResult::Status(last)];
+    Ok(sse_now(call, events, Some(tag(&conversation))))
+}
+
+/// The stream's first event: the task before the turn, with the caller's
+/// message in its history when it starts a task (submitted), working
+/// when it continues one.
+fn first_task(
+    conversation: &Conversation,
+    context: &str,
+    history_length: Option<usize>,
+    mut message: A2aMessage,
+    at: &TaskRef,
+) -> Task {
+    let mut first = mapping::to_task(conversation, context, history_length);
     first.artifacts.clear();
-    if request.message.task_id.is_none() {
-        let mut message = request.message;
+    if message.task_id.is_none() {
         message.task_id = Some(at.task_id.clone());
         message.context_id = Some(at.context_id.clone());
         first.history.push(message);
@@ -101,30 +140,29 @@ async fn start_turn(mut call: Call, params: Option<Value>) -> Result<Response, R
     } else {
         first.status = now(TaskState::Working);
     }
-    let ctx = call.ctx.clone();
-    let runner = engine.clone();
-    let turn = tokio::spawn(async move { execute(&runner, &ctx, action).await });
-    let (sink, response) = channel(&call, Some(tag(&conversation)));
-    tokio::spawn(async move {
-        if !sink.send(SendResult::Task(first)).await {
-            return;
-        }
-        let Some(result) = relay_turn(&sink, &at, events, turn).await else {
-            return;
-        };
-        let result = result.map_err(|e| internal(&format!("the turn stopped: {e}")));
-        let settled = match result {
-            Ok(result) => settled(&engine, result).await,
-            Err(error) => Err(error),
-        };
-        match settled {
-            Ok((conversation, not_processed)) => {
-                finish(&sink, &conversation, &at, not_processed).await;
-            }
-            Err(error) => sink.error(error).await,
-        }
-    });
-    Ok(response)
+    first
+}
+
+/// Relays the turn's events, then its end: the final task, or the error.
+async fn relay_to_end(
+    sink: &Sink,
+    engine: &Engine,
+    at: &TaskRef,
+    events: Subscription<ConversationEvent>,
+    turn: JoinHandle<Result<TurnOutcome, EngineError>>,
+) {
+    let Some(result) = relay_turn(sink, at, events, turn).await else {
+        return;
+    };
+    let result = result.map_err(|e| internal(&format!("the turn stopped: {e}")));
+    let settled = match result {
+        Ok(result) => settled(engine, result).await,
+        Err(error) => Err(error),
+    };
+    match settled {
+        Ok((conversation, not_processed)) => finish(sink, &conversation, at, not_processed).await,
+        Err(error) => sink.error(error).await,
+    }
 }
 
 /// `tasks/resubscribe`: the task, then its events until the running turn

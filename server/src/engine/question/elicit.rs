@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use asg_core::gate::{self, Permit};
+use asg_core::principal::Role;
 use asg_shared::events::{ConversationEvent, InboxEvent};
-use asg_shared::{Actor, ApprovalDecision, PendingApproval, Question, QuestionReply};
+use asg_shared::{Actor, ApprovalDecision, Conversation, PendingApproval, Question, QuestionReply};
 use async_trait::async_trait;
 use chrono::Utc;
 use tokio::sync::oneshot;
@@ -330,22 +331,7 @@ async fn answer_live(
         .current(pending.conversation_id)
         .await?
         .ok_or(EngineError::QuestionNotFound(uuid))?;
-    let mut asked = (*current).clone();
-    asked.set_pending(vec![pending]);
-    asked.status = asg_shared::ConversationStatus::WaitingApproval;
-    let command = gate::Command::Answer(gate::Answer { uuid, reply });
-    let Permit::Answer { pending, role } =
-        inner
-            .authorize(ctx, &asked, command)
-            .map_err(|error| match error {
-                EngineError::ConversationNotFound(_) => EngineError::QuestionNotFound(uuid),
-                other => other,
-            })?
-    else {
-        return Err(EngineError::Internal(
-            "the gate did not permit an answer".into(),
-        ));
-    };
+    let (pending, role) = authorize_answer(inner, ctx, &current, pending, reply)?;
     let asking = &inner.asking;
     let waiting = asking
         .take(uuid)
@@ -361,18 +347,7 @@ async fn answer_live(
     };
     asking.audit(&pending, word, &by).await;
     let _ = waiting.answer.send(reply.clone());
-    let decision = ApprovalDecision {
-        approval_uuid: uuid,
-        tool_name: pending.tool_name.clone(),
-        approved: true,
-        decided_by: by,
-        decided_at: Utc::now(),
-        reason: None,
-        edited_arguments: None,
-        remembered: None,
-        question: true,
-        reply: Some(reply.clone()),
-    };
+    let decision = answer_record(&pending, by, reply);
     asking
         .answered
         .lock()
@@ -389,4 +364,49 @@ async fn answer_live(
         },
         conversation: current,
     })
+}
+
+/// The gate's judgement of an answer to the open call's question, as if
+/// the conversation waited for it (it does not: the call is still open):
+/// the question as stored and the answerer's role, or the refusal.
+fn authorize_answer(
+    inner: &Inner,
+    ctx: &RequestContext,
+    current: &Conversation,
+    pending: PendingApproval,
+    reply: &QuestionReply,
+) -> Result<(Box<PendingApproval>, Option<Role>), EngineError> {
+    let uuid = pending.uuid;
+    let mut asked = current.clone();
+    asked.set_pending(vec![pending]);
+    asked.status = asg_shared::ConversationStatus::WaitingApproval;
+    let command = gate::Command::Answer(gate::Answer { uuid, reply });
+    let permit = inner
+        .authorize(ctx, &asked, command)
+        .map_err(|error| match error {
+            EngineError::ConversationNotFound(_) => EngineError::QuestionNotFound(uuid),
+            other => other,
+        })?;
+    match permit {
+        Permit::Answer { pending, role } => Ok((pending, role)),
+        _ => Err(EngineError::Internal(
+            "the gate did not permit an answer".into(),
+        )),
+    }
+}
+
+/// How an answer is recorded in the conversation's decisions.
+fn answer_record(pending: &PendingApproval, by: Actor, reply: &QuestionReply) -> ApprovalDecision {
+    ApprovalDecision {
+        approval_uuid: pending.uuid,
+        tool_name: pending.tool_name.clone(),
+        approved: true,
+        decided_by: by,
+        decided_at: Utc::now(),
+        reason: None,
+        edited_arguments: None,
+        remembered: None,
+        question: true,
+        reply: Some(reply.clone()),
+    }
 }
