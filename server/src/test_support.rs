@@ -120,3 +120,18 @@ pub fn waiting(mut pending: PendingApproval) -> Conversation {
         ..fixtures::conversation()
     }
 }
+
+/// `auth:` with one API key, `ops-bot`, read from `OPS_BOT_KEY`.
+pub fn ops_bot_key(roles: &[&str], groups: &[&str]) -> crate::config::AuthConfig {
+    let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect();
+    crate::config::AuthConfig {
+        oidc: None,
+        api_keys: vec![crate::config::ApiKeyConfig {
+            name: "ops-bot".into(),
+            key_env: "OPS_BOT_KEY".into(),
+            roles: names(roles),
+            groups: names(groups),
+        }],
+        role_map: None,
+    }
+}

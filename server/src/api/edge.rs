@@ -66,23 +66,13 @@ mod tests {
 
     use super::*;
     use crate::auth::Principal;
-    use crate::config::{ApiKeyConfig, AuthConfig};
 
     const KEY: &str = "k-0123456789abcdef";
 
     /// A route behind the edge (only `localhost` answered, one API key)
     /// that names its caller.
     fn app() -> Router {
-        let config = AuthConfig {
-            oidc: None,
-            api_keys: vec![ApiKeyConfig {
-                name: "ops-bot".into(),
-                key_env: "OPS_BOT_KEY".into(),
-                roles: vec![],
-                groups: vec![],
-            }],
-            role_map: None,
-        };
+        let config = crate::test_support::ops_bot_key(&[], &[]);
         let auth = Authenticator::from_config(&config, &|_| Some(KEY.into())).unwrap();
         let edge = Arc::new(Edge {
             hosts: Arc::new(HostPolicy::new("127.0.0.1", &[])),

@@ -257,16 +257,7 @@ fn an_unknown_key_id_and_garbage_are_refused() {
 }
 
 fn api_key_auth() -> Authenticator {
-    let config = AuthConfig {
-        oidc: None,
-        api_keys: vec![ApiKeyConfig {
-            name: "ops-bot".into(),
-            key_env: "OPS_BOT_KEY".into(),
-            roles: vec!["approver".into()],
-            groups: vec!["sre".into()],
-        }],
-        role_map: None,
-    };
+    let config = crate::test_support::ops_bot_key(&["approver"], &["sre"]);
     Authenticator::from_config(&config, &|name| {
         (name == "OPS_BOT_KEY").then(|| "k-0123456789abcdef".to_string())
     })
@@ -372,16 +363,7 @@ fn two_entries_with_the_same_key_stop_startup_naming_both() {
 
 #[test]
 fn a_missing_or_short_key_stops_startup_naming_the_variable() {
-    let config = AuthConfig {
-        oidc: None,
-        api_keys: vec![ApiKeyConfig {
-            name: "ops-bot".into(),
-            key_env: "OPS_BOT_KEY".into(),
-            roles: vec![],
-            groups: vec![],
-        }],
-        role_map: None,
-    };
+    let config = crate::test_support::ops_bot_key(&[], &[]);
     let missing = Authenticator::from_config(&config, &|_| None).unwrap_err();
     assert!(missing.contains("OPS_BOT_KEY"), "{missing}");
     let short = Authenticator::from_config(&config, &|_| Some("short".into())).unwrap_err();
