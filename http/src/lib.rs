@@ -21,6 +21,7 @@ pub mod html;
 pub mod logging;
 pub mod metrics;
 pub mod process;
+pub mod serve;
 pub mod service_token;
 pub mod thread_cache;
 

@@ -174,8 +174,7 @@ pub fn serve_alone(listener: tokio::net::TcpListener, router: axum::Router) -> s
     let bound = listener.local_addr()?;
     println!("metrics on http://{bound}/metrics");
     tokio::spawn(async move {
-        // One route table for all connections (see the agent's `serve`).
-        if let Err(error) = axum::serve(listener, router.into_make_service()).await {
+        if let Err(error) = crate::serve::serve_forever(listener, router).await {
             tracing::error!(%error, "the metrics listener stopped");
         }
     });

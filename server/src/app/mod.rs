@@ -168,24 +168,20 @@ impl App {
         let engine = self.engine.clone();
         let closing = self.engine.clone();
         let deadline = std::time::Duration::from_secs(self.config.shutdown_timeout_secs);
-        // Made once: `axum::serve` given a `Router` copies its whole route
-        // table for every connection (about 35 KiB here, and the time to
-        // build it); `into_make_service` shares one.
-        let result = axum::serve(listener, router.into_make_service())
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                // No new turns; running ones finish (or are recorded as
-                // interrupted at the deadline) while requests are still
-                // answered, so their callers get the outcome.
-                engine.shutdown(deadline).await;
-                // What the engine's shutdown recorded is still notified,
-                // within a short bound.
-                notifier.shutdown().await;
-                channels.shutdown().await;
-                // End the open event streams so the server can drain.
-                let _ = stopping.send(true);
-            })
-            .await;
+        let result = asg_http::serve::serve(listener, router, async move {
+            shutdown.await;
+            // No new turns; running ones finish (or are recorded as
+            // interrupted at the deadline) while requests are still
+            // answered, so their callers get the outcome.
+            engine.shutdown(deadline).await;
+            // What the engine's shutdown recorded is still notified,
+            // within a short bound.
+            notifier.shutdown().await;
+            channels.shutdown().await;
+            // End the open event streams so the server can drain.
+            let _ = stopping.send(true);
+        })
+        .await;
         closing.close_store().await;
         tracing::info!("shutting down tool servers");
         self.tools.shutdown().await;

@@ -145,15 +145,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
-    // One route table shared by all connections (`axum::serve` given a
-    // `Router` copies it for each one).
-    axum::serve(listener, router.into_make_service())
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            cancel.cancel();
-        })
-        .await
-        .context("server error")
+    asg_http::serve::serve(listener, router, async move {
+        shutdown.await;
+        cancel.cancel();
+    })
+    .await
+    .context("server error")
 }
 
 #[cfg(test)]

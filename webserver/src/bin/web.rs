@@ -74,10 +74,7 @@ async fn run(args: Args) -> Result<(), String> {
         asg_http::metrics::serve_alone(metrics, asg_web_server::metrics::open_router())
             .map_err(|e| format!("metrics_listen: {e}"))?;
     }
-    // One route table shared by all connections (`axum::serve` given a
-    // `Router` copies it for each one).
-    axum::serve(listener, router(&config, bound.port()).into_make_service())
-        .with_graceful_shutdown(shutdown_signal())
+    asg_http::serve::serve(listener, router(&config, bound.port()), shutdown_signal())
         .await
         .map_err(|e| format!("server error: {e}"))
 }
