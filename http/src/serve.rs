@@ -13,14 +13,18 @@
 //! hyper's HTTP/1 connection allocates its two 8 KiB buffers (read, and
 //! the answers' heads) when it starts, so it is made only once the client
 //! has sent something: an idle connection costs its task and socket
-//! (1.4 KB), as with `axum::serve`.
+//! (1.4 KB), as with `axum::serve`. Each request is copied out of
+//! hyper's read buffer before the router sees it ([`owned_request`]), so
+//! a handler that keeps it while a turn waits does not keep that buffer.
 
 use std::future::Future;
 use std::io;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
+use http::HeaderValue;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -77,12 +81,40 @@ async fn serve_connection(
         peeked = stream.peek(&mut first) => if !matches!(peeked, Ok(1)) { return },
         _ = stop.wait_for(|stop| *stop) => return,
     }
-    let service = router.map_request(|request: http::Request<Incoming>| request.map(Body::new));
+    let service = router.map_request(owned_request);
     let connection = hyper::server::conn::http1::Builder::new()
         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
     if let Err(error) = watcher.watch(connection).await {
         tracing::trace!(%error, "connection ended with an error");
     }
+}
+
+/// The request with nothing in it that still points into hyper's read
+/// buffer: hyper gives the header values, the target and the body's
+/// chunks as slices of the buffer it read them into, and while any of
+/// them is kept (a handler holding its headers or body while a turn
+/// waits) that 8 KiB buffer cannot be reused, so hyper's next read of
+/// the connection allocates another. Copied, they cost their own few
+/// bytes instead (`tests/in_flight.rs`).
+fn owned_request(request: http::Request<Incoming>) -> http::Request<Body> {
+    let (mut parts, body) = request.into_parts();
+    for value in parts.headers.values_mut() {
+        *value = owned_value(value);
+    }
+    if let Ok(uri) = http::Uri::try_from(parts.uri.to_string()) {
+        parts.uri = uri;
+    }
+    let body = body.map_frame(|frame| frame.map_data(|data| Bytes::copy_from_slice(&data)));
+    http::Request::from_parts(parts, Body::new(body))
+}
+
+/// A header value in a buffer of its own (sensitivity kept).
+fn owned_value(value: &HeaderValue) -> HeaderValue {
+    let Ok(mut owned) = HeaderValue::from_bytes(value.as_bytes()) else {
+        return value.clone();
+    };
+    owned.set_sensitive(value.is_sensitive());
+    owned
 }
 
 /// The next accepted connection. Errors of one connection (reset before
