@@ -104,6 +104,7 @@ fn llm_node(name: &str, prompt: &str, model: &Arc<Timed>, key: &str) -> Node {
         output_key: Some(key.into()),
         can_exit_loop: false,
         ask_human: false,
+        offered: Default::default(),
     })
 }
 

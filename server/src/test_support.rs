@@ -36,6 +36,7 @@ pub fn scripted_parts(store: Arc<dyn Store>, rules: &str) -> EngineParts {
             output_key: None,
             can_exit_loop: false,
             ask_human: false,
+            offered: Default::default(),
         }),
         tools: Arc::new(ToolRegistry::empty()),
         agents: Arc::new(A2aClient::empty()),

@@ -74,6 +74,7 @@ impl Builder<'_> {
                 output_key: node.output_key.clone(),
                 can_exit_loop: node.can_exit_loop,
                 ask_human: node.questions.unwrap_or(self.config.questions.enabled),
+                offered: Default::default(),
             }),
             NodeKind::Sequential => Node::Sequential(GroupNode {
                 name: node.name.clone(),

@@ -57,8 +57,8 @@ impl CallOutcome {
 
 impl Inner {
     /// A tool by name, as resolved now.
-    pub(crate) fn tool(&self, name: &str) -> Option<Tool> {
-        self.catalog.current().get(name).cloned()
+    pub(crate) fn tool(&self, name: &str) -> Option<std::sync::Arc<Tool>> {
+        self.catalog.current().shared(name)
     }
 
     /// What a tool name stands for now.

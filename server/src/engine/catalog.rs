@@ -8,7 +8,7 @@
 //! are a [`ToolSelection`] applied to the current catalog at each step.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::llm_node::EXIT_LOOP_TOOL;
 use crate::llm::ToolSpec;
@@ -18,7 +18,9 @@ pub use crate::tool::{Tool, ToolKind};
 /// Tool names → what they are.
 #[derive(Debug, Default)]
 pub struct ToolCatalog {
-    entries: HashMap<String, Tool>,
+    /// Shared: a call looks its tool up several times (kind, gate,
+    /// description), each a reference count, not a copy of its schema.
+    entries: HashMap<String, Arc<Tool>>,
     order: Vec<String>,
 }
 
@@ -44,21 +46,26 @@ impl ToolCatalog {
                 ));
             }
             catalog.order.push(tool.name.clone());
-            catalog.entries.insert(tool.name.clone(), tool);
+            catalog.entries.insert(tool.name.clone(), Arc::new(tool));
         }
         Ok(catalog)
     }
 
     /// A tool by name.
     pub fn get(&self, name: &str) -> Option<&Tool> {
-        self.entries.get(name)
+        self.entries.get(name).map(|tool| &**tool)
+    }
+
+    /// A tool by name, shared.
+    pub fn shared(&self, name: &str) -> Option<Arc<Tool>> {
+        self.entries.get(name).cloned()
     }
 
     /// Every tool, MCP tools first, in configuration order.
     pub fn tools(&self) -> Vec<Tool> {
         self.order
             .iter()
-            .filter_map(|name| self.entries.get(name))
+            .filter_map(|name| self.get(name))
             .cloned()
             .collect()
     }
@@ -96,7 +103,7 @@ impl ToolCatalog {
     pub fn offered(&self, selection: &ToolSelection) -> Vec<ToolSpec> {
         self.order
             .iter()
-            .filter_map(|name| self.entries.get(name))
+            .filter_map(|name| self.get(name))
             .filter(|tool| selection.offers(tool))
             .map(|tool| ToolSpec {
                 name: tool.name.clone(),
@@ -148,6 +155,55 @@ impl LiveCatalog {
             Err(error) => tracing::error!("tool catalog not updated: {error}"),
         }
         Arc::clone(&current.1)
+    }
+}
+
+/// A node's offered tools, made once for each catalog and kept: every
+/// step of every turn offers the same list, and making it copies every
+/// tool's name, description and schema (about 2.5 MiB of 1,000 clients'
+/// turns in flight, README "Benchmark").
+#[derive(Default)]
+pub struct OfferedTools(Mutex<Option<Offered>>);
+
+struct Offered {
+    catalog: Arc<ToolCatalog>,
+    extras: Vec<&'static str>,
+    tools: Arc<[ToolSpec]>,
+}
+
+impl OfferedTools {
+    /// What `selection` offers of `catalog`, then `extras` (built-in
+    /// tools, by name, made by `spec`): the list kept when it was made
+    /// for this catalog and these extras, else a new one, kept.
+    pub fn get(
+        &self,
+        catalog: &Arc<ToolCatalog>,
+        selection: &ToolSelection,
+        extras: &[&'static str],
+        spec: impl Fn(&str) -> ToolSpec,
+    ) -> Arc<[ToolSpec]> {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(offered) = kept.as_ref()
+            && Arc::ptr_eq(&offered.catalog, catalog)
+            && offered.extras == extras
+        {
+            return offered.tools.clone();
+        }
+        let mut tools = catalog.offered(selection);
+        tools.extend(extras.iter().map(|name| spec(name)));
+        let tools: Arc<[ToolSpec]> = tools.into();
+        *kept = Some(Offered {
+            catalog: catalog.clone(),
+            extras: extras.to_vec(),
+            tools: tools.clone(),
+        });
+        tools
+    }
+}
+
+impl std::fmt::Debug for OfferedTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OfferedTools")
     }
 }
 
@@ -247,5 +303,50 @@ mod tests {
         let error = ToolCatalog::build(vec![tool("exit_loop", ToolKind::Mcp, "resources")], vec![])
             .unwrap_err();
         assert!(error.contains("built-in"), "{error}");
+    }
+
+    #[test]
+    fn a_nodes_offered_tools_are_made_once_per_catalog_and_extras() {
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({}),
+        };
+        let names = |tools: &Arc<[ToolSpec]>| -> Vec<String> {
+            tools.iter().map(|t| t.name.clone()).collect()
+        };
+        let first = Arc::new(
+            ToolCatalog::build(
+                vec![tool("resources_list", ToolKind::Mcp, "resources")],
+                vec![],
+            )
+            .unwrap(),
+        );
+        let offered = OfferedTools::default();
+        let all = ToolSelection::default();
+        let once = offered.get(&first, &all, &[], spec);
+        let again = offered.get(&first, &all, &[], spec);
+        assert!(Arc::ptr_eq(&once, &again), "the same list is kept");
+        assert_eq!(names(&once), ["resources_list"]);
+        // Inside a loop the built-in comes after the catalog's tools.
+        let looped = offered.get(&first, &all, &[EXIT_LOOP_TOOL], spec);
+        assert_eq!(names(&looped), ["resources_list", EXIT_LOOP_TOOL]);
+        // A server that joined later: a new catalog, a new list.
+        let joined = Arc::new(
+            ToolCatalog::build(
+                vec![
+                    tool("resources_list", ToolKind::Mcp, "resources"),
+                    tool("read_file", ToolKind::Mcp, "filesystem"),
+                ],
+                vec![],
+            )
+            .unwrap(),
+        );
+        let now = offered.get(&joined, &all, &[], spec);
+        assert_eq!(names(&now), ["resources_list", "read_file"]);
+        assert_eq!(
+            names(&offered.get(&first, &all, &[], spec)),
+            ["resources_list"]
+        );
     }
 }

@@ -117,14 +117,7 @@ pub async fn run(
     mut inv: Invocation<'_>,
     rec: &mut dyn Recorder,
 ) -> Result<NodeOutcome, EngineError> {
-    let mut offered: Vec<ToolSpec> = inner.catalog.current().offered(&inv.node.tools);
-    if inv.exit_loop {
-        offered.push(exit_loop_spec());
-    }
-    if inv.node.ask_human {
-        offered.push(ask_human_spec());
-    }
-    let tools: std::sync::Arc<[ToolSpec]> = offered.into();
+    let tools = offered(inner, &inv);
     let gate = inv.gate.clone();
     let mut run = NodeRun {
         step: Step {
@@ -575,6 +568,27 @@ fn skipped_text() -> String {
     "Not run: an earlier call of the same step is waiting for approval. \
      Ask again after the decision."
         .to_string()
+}
+
+/// The tools the node offers in this invocation: its selection of the
+/// catalog, then `exit_loop` inside a loop and `ask_human` when enabled.
+fn offered(inner: &Inner, inv: &Invocation<'_>) -> Arc<[ToolSpec]> {
+    let extras: &[&'static str] = match (inv.exit_loop, inv.node.ask_human) {
+        (true, true) => &[EXIT_LOOP_TOOL, ASK_HUMAN_TOOL],
+        (true, false) => &[EXIT_LOOP_TOOL],
+        (false, true) => &[ASK_HUMAN_TOOL],
+        (false, false) => &[],
+    };
+    let catalog = inner.catalog.current();
+    inv.node
+        .offered
+        .get(&catalog, &inv.node.tools, extras, |name| {
+            if name == EXIT_LOOP_TOOL {
+                exit_loop_spec()
+            } else {
+                ask_human_spec()
+            }
+        })
 }
 
 fn ask_human_spec() -> ToolSpec {

@@ -46,7 +46,7 @@ impl Inner {
             .remote_agent_name
             .as_deref()
             .unwrap_or(&pending.tool_name);
-        fingerprint(&self.pinning.tree, self.tool(tool).as_ref())
+        fingerprint(&self.pinning.tree, self.tool(tool).as_deref())
     }
 
     /// The configuration changed since `pending` paused.

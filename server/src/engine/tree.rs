@@ -58,6 +58,8 @@ pub struct LlmNode {
     pub can_exit_loop: bool,
     /// Offer the built-in `ask_human` tool.
     pub ask_human: bool,
+    /// The tools offered, kept for the current catalog.
+    pub offered: super::catalog::OfferedTools,
 }
 
 /// A `sequential` or `parallel` node.
