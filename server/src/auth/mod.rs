@@ -170,7 +170,10 @@ impl Authenticator {
             return Ok(principal);
         }
         match &configured.oidc {
-            Some(oidc) if looks_like_jwt(token) => oidc.verify(token).await,
+            // Boxed: the verification (a key set fetched over HTTPS at
+            // worst) is a large future, and inline it would make every
+            // request's middleware future as large, tokens or not.
+            Some(oidc) if looks_like_jwt(token) => Box::pin(oidc.verify(token)).await,
             Some(_) => Err(AuthError::Invalid(
                 "the bearer credential is neither a JWT nor a known API key".into(),
             )),

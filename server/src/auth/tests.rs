@@ -498,3 +498,21 @@ async fn subjects_are_namespaced_so_a_token_cannot_pass_for_an_api_key() {
     assert_eq!(mimic.subject, format!("oidc:{ISSUER}#system:expiry"));
     assert_eq!(Principal::anonymous().subject, "anonymous");
 }
+
+/// Most bytes an authentication's future may take. Every request's
+/// middleware future holds it inline while it runs, so its size is paid
+/// by every request in flight, with or without a token; verifying a
+/// token (a key set fetched over HTTPS at worst: 1,648 bytes inline) is
+/// boxed for that reason (40 bytes now).
+const MAX_AUTHENTICATE_FUTURE_BYTES: usize = 256;
+
+#[test]
+fn authenticating_a_request_takes_a_small_future_whatever_the_credential() {
+    let auth = api_key_auth();
+    let token = headers(&[("authorization", "Bearer header.payload.signature")]);
+    let size = std::mem::size_of_val(&auth.authenticate(&token));
+    assert!(
+        size <= MAX_AUTHENTICATE_FUTURE_BYTES,
+        "authenticating takes a future of {size} bytes; box the part that grew"
+    );
+}
