@@ -34,7 +34,7 @@ mod rows;
 
 use queries::{counts, page_rows, pending_rows};
 use rows::put_entry;
-pub(super) use rows::{Entry, coalesce};
+pub(super) use rows::{Coalesced, Entry};
 
 /// Bump when the schema or the meaning of a column changes: an older
 /// catalog is then rebuilt.

@@ -419,7 +419,8 @@ impl JsonFileStore {
             .map_err(|e| StoreError(format!("cannot save conversation {id} in the journal: {e}")))
     }
 
-    /// Catalog rows of saves not written to the catalog yet.
+    /// Catalog rows of saves not written to the catalog yet (one a
+    /// conversation).
     #[cfg(test)]
     pub(super) fn catalog_rows_queued(&self) -> usize {
         self.listing.queued()

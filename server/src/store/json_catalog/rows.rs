@@ -75,30 +75,68 @@ impl Entry {
     }
 }
 
-/// The rows of several saves, in save order, as the newest row of each
-/// conversation, holding every approval uuid its older rows had (approval
-/// rows are only ever added): writing these is writing them all in order.
-pub(in crate::store) fn coalesce(rows: Vec<Entry>) -> Vec<Entry> {
-    let mut newest: Vec<Entry> = Vec::with_capacity(rows.len());
-    let mut at: HashMap<Uuid, usize> = HashMap::with_capacity(rows.len());
-    for row in rows.into_iter().rev() {
-        match at.get(&row.id) {
+/// The rows of several saves as the newest row of each conversation,
+/// merged as they come (a burst of saves holds one row per conversation,
+/// not one per save), each holding every approval uuid its older rows had
+/// (approval rows are only ever added): writing these, in any order, is
+/// writing them all in save order.
+#[derive(Debug, Default)]
+pub(in crate::store) struct Coalesced {
+    rows: Vec<Entry>,
+    /// Where each conversation's row is in `rows`.
+    at: HashMap<Uuid, usize>,
+}
+
+impl Coalesced {
+    /// Adds a row newer than every row here.
+    pub(in crate::store) fn push(&mut self, row: Entry) {
+        match self.at.get(&row.id) {
             Some(&kept) => {
-                let kept = &mut newest[kept];
-                for uuid in row.approvals {
-                    if !kept.approvals.contains(&uuid) {
-                        kept.approvals.push(uuid);
-                    }
-                }
+                let older = std::mem::replace(&mut self.rows[kept], row);
+                self.rows[kept].keep_approvals_of(older);
             }
-            None => {
-                at.insert(row.id, newest.len());
-                newest.push(row);
+            None => self.insert(row),
+        }
+    }
+
+    /// Adds rows older than every row here (put back after a failed
+    /// write, ahead of the rows queued since).
+    pub(in crate::store) fn push_older(&mut self, rows: Vec<Entry>) {
+        for row in rows {
+            match self.at.get(&row.id) {
+                Some(&newer) => self.rows[newer].keep_approvals_of(row),
+                None => self.insert(row),
             }
         }
     }
-    newest.reverse();
-    newest
+
+    fn insert(&mut self, row: Entry) {
+        self.at.insert(row.id, self.rows.len());
+        self.rows.push(row);
+    }
+
+    /// Every row, leaving none.
+    pub(in crate::store) fn take(&mut self) -> Vec<Entry> {
+        self.at.clear();
+        std::mem::take(&mut self.rows)
+    }
+
+    /// Conversations with a row here.
+    #[cfg(test)]
+    pub(in crate::store) fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+impl Entry {
+    /// Adds the approval uuids of an older row of the same conversation.
+    fn keep_approvals_of(&mut self, older: Entry) {
+        for uuid in older.approvals {
+            if !self.approvals.contains(&uuid) {
+                self.approvals.push(uuid);
+            }
+        }
+    }
 }
 
 pub(super) fn put_entry(
@@ -176,19 +214,30 @@ mod tests {
 
     #[test]
     fn coalesced_rows_are_the_newest_of_each_with_every_approval_kept() {
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
         let first = fixtures::conversation();
         let mut first_later = first.clone();
         first_later.status = asg_shared::ConversationStatus::WaitingApproval;
         let second = fixtures::conversation();
-        let rows = vec![
-            row(&first, &[a]),
-            row(&second, &[]),
-            row(&first_later, &[b]),
-        ];
-        let newest = coalesce(rows);
-        assert_eq!(newest.len(), 2);
-        assert_eq!(newest[0], row(&second, &[]));
-        assert_eq!(newest[1], row(&first_later, &[b, a]));
+        let mut rows = Coalesced::default();
+        rows.push(row(&first, &[a]));
+        rows.push(row(&second, &[]));
+        rows.push(row(&first_later, &[b]));
+        assert_eq!(rows.len(), 2, "one row a conversation, as they come");
+        let newest = rows.take();
+        assert_eq!(newest[0], row(&first_later, &[b, a]));
+        assert_eq!(newest[1], row(&second, &[]));
+        assert_eq!(rows.len(), 0);
+
+        // Rows put back after a failed write are older than those queued
+        // since: they add their approvals, never replace a newer row.
+        let mut second_later = second.clone();
+        second_later.status = asg_shared::ConversationStatus::WaitingApproval;
+        rows.push(row(&second_later, &[c]));
+        rows.push_older(newest);
+        let after = rows.take();
+        assert_eq!(after.len(), 2);
+        assert_eq!(after[0], row(&second_later, &[c]));
+        assert_eq!(after[1], row(&first_later, &[b, a]));
     }
 }

@@ -20,12 +20,15 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::store::StoreError;
-use crate::store::json_catalog::{Catalog, Entry, coalesce};
+use crate::store::json_catalog::{Catalog, Coalesced, Entry};
 
-/// The catalog, and the rows of the saves not in it yet (journal order).
+/// The catalog, and the rows of the saves not in it yet: the newest of
+/// each conversation, merged as they are queued, so the queue holds a row
+/// per conversation however many saves come between two writes (it
+/// held every save's row: 2.9 MiB of vector under 1,000 clients' turns).
 pub(super) struct Listing {
     catalog: Arc<Catalog>,
-    queued: Mutex<Vec<Entry>>,
+    queued: Mutex<Coalesced>,
     /// One writer at a time, so an older row never lands after a newer.
     flushing: Mutex<()>,
 }
@@ -48,7 +51,7 @@ impl Listing {
             .push(row);
     }
 
-    /// Rows queued and not written yet.
+    /// Conversations with a row queued and not written yet.
     #[cfg(test)]
     pub(super) fn queued(&self) -> usize {
         self.queued
@@ -61,16 +64,19 @@ impl Listing {
     /// newer ones, when they cannot be written).
     pub(super) fn flush(&self) -> Result<(), StoreError> {
         let _one = self.flushing.lock().unwrap_or_else(PoisonError::into_inner);
-        let rows = std::mem::take(&mut *self.queued.lock().unwrap_or_else(PoisonError::into_inner));
-        if rows.is_empty() {
+        let newest = self
+            .queued
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if newest.is_empty() {
             return Ok(());
         }
-        let newest = coalesce(rows);
         match self.catalog.put(&newest, false) {
             Ok(()) => Ok(()),
             Err(error) => {
                 let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-                queued.splice(0..0, newest);
+                queued.push_older(newest);
                 Err(error)
             }
         }
