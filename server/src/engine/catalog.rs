@@ -160,7 +160,7 @@ impl LiveCatalog {
 
 /// A node's offered tools, made once for each catalog and kept: every
 /// step of every turn offers the same list, and making it copies every
-/// tool's name, description and schema (about 2.5 MiB of 1,000 clients'
+/// tool's name, description and schema (2.6 MiB of 1,000 clients'
 /// turns in flight, README "Benchmark").
 #[derive(Default)]
 pub struct OfferedTools(Mutex<Option<Offered>>);
