@@ -16,6 +16,7 @@
 //! (1.4 KB), as with `axum::serve`. Each request is copied out of
 //! hyper's read buffer before the router sees it ([`owned_request`]), so
 //! a handler that keeps it while a turn waits does not keep that buffer.
+//! A client has [`HEADER_READ_TIMEOUT`] to send each request's head.
 
 use std::future::Future;
 use std::io;
@@ -26,12 +27,21 @@ use axum::body::{Body, Bytes};
 use http::HeaderValue;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tower::ServiceExt;
+
+/// How long a client may take to send a request's head: from when it
+/// connects to its first byte, then to the head's end (hyper's
+/// `header_read_timeout`), and on a kept-alive connection from the end of
+/// the last answer to the next head's end. A client that connects and
+/// sends nothing, or a head byte by byte (slowloris), or leaves an idle
+/// connection open, is disconnected after it rather than held forever
+/// (`axum::serve` set no limit). Answers being sent are not limited.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves `router` on `listener` until `shutdown` completes, then stops
 /// accepting and waits for the open connections to finish what they are
@@ -43,6 +53,16 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
+    serve_with_header_timeout(listener, router, shutdown, HEADER_READ_TIMEOUT).await
+}
+
+/// [`serve`] with another [`HEADER_READ_TIMEOUT`].
+pub async fn serve_with_header_timeout(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    header_timeout: Duration,
+) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let (stopping, stop) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
@@ -51,8 +71,13 @@ pub async fn serve(
             accepted = accept(&listener) => accepted,
             () = &mut shutdown => break,
         };
-        let connection = serve_connection(stream, router.clone(), graceful.watcher(), stop.clone());
-        tokio::spawn(connection);
+        let watched = (graceful.watcher(), stop.clone());
+        tokio::spawn(serve_connection(
+            stream,
+            router.clone(),
+            watched,
+            header_timeout,
+        ));
     }
     drop(listener);
     // Connections that never sent anything close now; the others finish
@@ -67,12 +92,13 @@ pub async fn serve_forever(listener: TcpListener, router: Router) -> io::Result<
     serve(listener, router, std::future::pending()).await
 }
 
-/// Answers one connection's requests, once it has sent something.
+/// Answers one connection's requests, once it has sent something (within
+/// `header_timeout`).
 async fn serve_connection(
     stream: TcpStream,
     router: Router,
-    watcher: Watcher,
-    mut stop: watch::Receiver<bool>,
+    (watcher, mut stop): (Watcher, watch::Receiver<bool>),
+    header_timeout: Duration,
 ) {
     // `readable()` may answer before anything arrived; a peek waits for a
     // byte (or the end of the stream) and leaves it for hyper.
@@ -80,9 +106,12 @@ async fn serve_connection(
     tokio::select! {
         peeked = stream.peek(&mut first) => if !matches!(peeked, Ok(1)) { return },
         _ = stop.wait_for(|stop| *stop) => return,
+        () = tokio::time::sleep(header_timeout) => return,
     }
     let service = router.map_request(owned_request);
     let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
     if let Err(error) = watcher.watch(connection).await {
         tracing::trace!(%error, "connection ended with an error");
