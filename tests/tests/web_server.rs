@@ -79,6 +79,102 @@ async fn serves_the_bundle_and_proxies_the_api_with_headers() {
     agent.wait_log("sid=beef0001").await;
 }
 
+/// What the browser is sent for `path` with `accept-encoding` (None: no
+/// such header): status, `content-encoding`, `content-type`, `vary` and
+/// the bytes as they travel (this client decodes nothing).
+async fn fetch_encoded(
+    url: &str,
+    path: &str,
+    accept: Option<&str>,
+) -> (u16, Option<String>, String, String, Vec<u8>) {
+    let mut request = reqwest::Client::new().get(format!("{url}{path}"));
+    if let Some(accept) = accept {
+        request = request.header("accept-encoding", accept);
+    }
+    let response = request.send().await.unwrap();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_string())
+    };
+    let encoding = header("content-encoding");
+    let kind = header("content-type").unwrap_or_default();
+    let vary = header("vary").unwrap_or_default();
+    let status = response.status().as_u16();
+    (
+        status,
+        encoding,
+        kind,
+        vary,
+        response.bytes().await.unwrap().to_vec(),
+    )
+}
+
+/// `scripts/build-web.sh` writes each file's `.br` and `.gz` beside it;
+/// a browser that accepts one is sent it, with the file's own type, and
+/// one that accepts neither (or a file without them) gets the file.
+#[tokio::test]
+async fn the_bundle_is_sent_compressed_to_a_browser_that_accepts_it() {
+    let agent = Agent::start(&testdata("agent-resources.yaml"), AgentOptions::default()).await;
+    let dist = dist_with_index();
+    let wasm = b"\0asm plain module".to_vec();
+    std::fs::write(dist.path().join("chat_bg.wasm"), &wasm).unwrap();
+    std::fs::write(dist.path().join("chat_bg.wasm.gz"), b"gzip bytes").unwrap();
+    std::fs::write(dist.path().join("chat_bg.wasm.br"), b"brotli bytes").unwrap();
+    std::fs::write(dist.path().join("index.html.gz"), b"gzip index").unwrap();
+    let web = WebServer::start(&agent.url, dist.path());
+
+    let (status, encoding, kind, vary, body) =
+        fetch_encoded(&web.url, "/chat_bg.wasm", Some("gzip, deflate")).await;
+    assert_eq!(status, 200);
+    assert_eq!(encoding.as_deref(), Some("gzip"));
+    assert_eq!(kind, "application/wasm");
+    assert!(
+        vary.to_ascii_lowercase().contains("accept-encoding"),
+        "{vary}"
+    );
+    assert_eq!(body, b"gzip bytes");
+
+    let (_, encoding, kind, _, body) =
+        fetch_encoded(&web.url, "/chat_bg.wasm", Some("gzip, deflate, br")).await;
+    assert_eq!(encoding.as_deref(), Some("br"));
+    assert_eq!(kind, "application/wasm");
+    assert_eq!(body, b"brotli bytes");
+
+    // Refused or not offered: the file itself.
+    for accept in [None, Some("identity"), Some("gzip;q=0, br;q=0")] {
+        let (status, encoding, kind, _, body) =
+            fetch_encoded(&web.url, "/chat_bg.wasm", accept).await;
+        assert_eq!((status, encoding), (200, None), "{accept:?}");
+        assert_eq!(kind, "application/wasm");
+        assert_eq!(body, wasm, "{accept:?}");
+    }
+    let (_, encoding, _, _, body) = fetch_encoded(&web.url, "/app.js", Some("gzip, br")).await;
+    assert_eq!(encoding, None, "no app.js.gz was written");
+    assert_eq!(body, b"console.log(1)");
+
+    // The single-page fallback is the index, compressed the same way.
+    let (status, encoding, kind, _, body) =
+        fetch_encoded(&web.url, "/conversations/some-id", Some("gzip")).await;
+    assert_eq!((status, encoding.as_deref()), (200, Some("gzip")));
+    assert!(kind.starts_with("text/html"), "{kind}");
+    assert_eq!(body, b"gzip index");
+
+    // A compressed copy asked for by name is a file like any other, and
+    // a name climbing out of the bundle is still refused.
+    let (status, encoding, _, _, body) =
+        fetch_encoded(&web.url, "/chat_bg.wasm.gz", Some("gzip")).await;
+    assert_eq!((status, encoding), (200, None));
+    assert_eq!(body, b"gzip bytes");
+    let (status, _, _, _, body) =
+        fetch_encoded(&web.url, "/..%2f..%2fetc%2fpasswd", Some("gzip")).await;
+    assert!(
+        !String::from_utf8_lossy(&body).contains("root:"),
+        "{status}"
+    );
+}
+
 #[tokio::test]
 async fn an_unreachable_agent_or_a_missing_bundle_gives_a_clear_answer() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use asg_http::host_check::{HostPolicy, refuse_foreign_hosts};
+use axum::http::{HeaderValue, header};
 use axum::response::Html;
 use axum::routing::{any, get, post};
 use axum::{Router, middleware};
@@ -32,6 +33,7 @@ use serde::Deserialize;
 use self::oidc::{LoginSettings, ProviderKind};
 use self::session::SessionStore;
 use tower_http::services::{ServeDir, ServeFile};
+use tower_http::set_header::SetResponseHeader;
 
 /// `web.yaml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -370,11 +372,25 @@ pub fn router_with(config: &WebConfig, sessions: SessionStore, port: u16) -> Rou
 }
 
 /// The bundle, with the single-page fallback, or the page saying how to
-/// build it.
+/// build it. A file is sent compressed when `scripts/build-web.sh` wrote
+/// its `.br` or `.gz` beside it and the browser accepts that encoding,
+/// else as it is; `Vary: accept-encoding` tells caches in between that
+/// the answer depends on it.
 fn with_static_files(router: Router, config: &WebConfig) -> Router {
     let index = config.dist_dir.join("index.html");
     if index.is_file() {
-        router.fallback_service(ServeDir::new(&config.dist_dir).fallback(ServeFile::new(index)))
+        let index = ServeFile::new(index)
+            .precompressed_br()
+            .precompressed_gzip();
+        let files = ServeDir::new(&config.dist_dir)
+            .precompressed_br()
+            .precompressed_gzip()
+            .fallback(index);
+        router.fallback_service(SetResponseHeader::appending(
+            files,
+            header::VARY,
+            HeaderValue::from_static("accept-encoding"),
+        ))
     } else {
         tracing::error!(dist = %config.dist_dir.display(), "the web bundle is not built; serving instructions instead");
         let dist = config.dist_dir.display().to_string();
