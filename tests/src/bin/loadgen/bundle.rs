@@ -1,10 +1,47 @@
 //! The web chat bundle's size: the `.wasm` trunk wrote to `web/dist/`
-//! (the largest, when several), raw and compressed as `gzip -9` does.
+//! (the largest, when several), raw, compressed as `gzip -9` does, and
+//! as browsers are sent it: the `.gz` and `.br` that
+//! `scripts/build-web.sh` writes beside it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+
+/// The sizes of the compressed copies the web server sends (None: no
+/// such file beside the wasm).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Sent {
+    pub gzip: Option<u64>,
+    pub brotli: Option<u64>,
+}
+
+impl Sent {
+    fn beside(wasm: &Path) -> Sent {
+        let size = |suffix: &str| {
+            let mut name = wasm.as_os_str().to_owned();
+            name.push(suffix);
+            Some(Path::new(&name).metadata().ok()?.len())
+        };
+        Sent {
+            gzip: size(".gz"),
+            brotli: size(".br"),
+        }
+    }
+
+    /// ` (sent: 205 KiB gzip, 170 KiB brotli)`, or nothing.
+    fn text(&self) -> String {
+        let sizes: Vec<String> = [(self.gzip, "gzip"), (self.brotli, "brotli")]
+            .into_iter()
+            .filter_map(|(size, name)| Some(format!("{} KiB {name}", kib(size?))))
+            .collect();
+        if sizes.is_empty() {
+            String::new()
+        } else {
+            format!(" (sent: {})", sizes.join(", "))
+        }
+    }
+}
 
 /// What `web/dist/` holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,6 +51,7 @@ pub enum Bundle {
         path: PathBuf,
         bytes: u64,
         gzipped: Option<u64>,
+        sent: Sent,
     },
     /// No wasm in this directory.
     Missing(PathBuf),
@@ -26,23 +64,31 @@ impl Bundle {
             return Bundle::Missing(dist.to_path_buf());
         };
         let gzipped = gzip_size(&path);
+        let sent = Sent::beside(&path);
         Bundle::Built {
             path,
             bytes,
             gzipped,
+            sent,
         }
     }
 
-    /// `917 KiB wasm, 358 KiB gzipped`, or `not built (...)`.
+    /// `917 KiB wasm, 358 KiB gzipped (sent: ...)`, or `not built (...)`.
     pub fn text(&self) -> String {
         match self {
-            Bundle::Built { bytes, gzipped, .. } => format!(
-                "{} KiB wasm, {} gzipped",
+            Bundle::Built {
+                bytes,
+                gzipped,
+                sent,
+                ..
+            } => format!(
+                "{} KiB wasm, {} gzipped{}",
                 kib(*bytes),
                 gzipped.map_or_else(
                     || "? KiB (no gzip command)".into(),
                     |g| format!("{} KiB", kib(g))
-                )
+                ),
+                sent.text()
             ),
             Bundle::Missing(_) => "not built (run scripts/build-web.sh)".into(),
         }
@@ -54,10 +100,13 @@ impl Bundle {
                 path,
                 bytes,
                 gzipped,
+                sent,
             } => json!({
                 "wasm": path.display().to_string(),
                 "bytes": bytes,
                 "gzip_9_bytes": gzipped,
+                "sent_gzip_bytes": sent.gzip,
+                "sent_brotli_bytes": sent.brotli,
             }),
             Bundle::Missing(dist) => json!({
                 "missing": format!("no .wasm in {} (run scripts/build-web.sh)", dist.display()),
@@ -113,11 +162,13 @@ mod tests {
             path,
             bytes,
             gzipped,
+            sent,
         } = Bundle::measure(dist.path())
         else {
             panic!("the wasm was not found");
         };
         assert_eq!((path, bytes), (big, 50_000));
+        assert_eq!(sent, Sent::default(), "no compressed copies were written");
         // gzip is on every machine this runs on; 50,000 equal bytes shrink.
         let gzipped = gzipped.expect("gzip -9 measured the file");
         assert!(gzipped > 0 && gzipped < 1_000, "{gzipped}");
@@ -125,8 +176,37 @@ mod tests {
             path: "x.wasm".into(),
             bytes: 917 * 1024,
             gzipped: Some(358 * 1024 + 100),
+            sent: Sent::default(),
         };
         assert_eq!(bundle.text(), "917 KiB wasm, 358 KiB gzipped");
+    }
+
+    #[test]
+    fn the_copies_sent_to_browsers_are_measured_beside_the_wasm() {
+        let dist = tempfile::tempdir().unwrap();
+        std::fs::write(dist.path().join("web_bg.wasm"), vec![b'a'; 9_000]).unwrap();
+        std::fs::write(dist.path().join("web_bg.wasm.gz"), vec![b'g'; 3_000]).unwrap();
+        let Bundle::Built { sent, .. } = Bundle::measure(dist.path()) else {
+            panic!("the wasm was not found");
+        };
+        assert_eq!(
+            sent,
+            Sent {
+                gzip: Some(3_000),
+                brotli: None
+            }
+        );
+        std::fs::write(dist.path().join("web_bg.wasm.br"), vec![b'b'; 2_048]).unwrap();
+        let bundle = Bundle::measure(dist.path());
+        assert!(
+            bundle
+                .text()
+                .ends_with("gzipped (sent: 3 KiB gzip, 2 KiB brotli)"),
+            "{}",
+            bundle.text()
+        );
+        assert_eq!(bundle.to_json()["sent_gzip_bytes"], 3_000);
+        assert_eq!(bundle.to_json()["sent_brotli_bytes"], 2_048);
     }
 
     #[test]
