@@ -51,9 +51,10 @@ done
 
 cargo build --release -p asg-server -p asg-mcp-resources -p asg-mcp-filesystem -p asg-web-server --bins
 
-# The chat bundle, unless web/dist is newer than every file it is built from.
+# The chat bundle, unless web/dist is newer than every file it is built from
+# (and has the compressed copies build-web.sh writes since 2026-12-01).
 bundle_is_current() {
-  [ -f web/dist/index.html ] || return 1
+  [ -f web/dist/index.html ] && [ -f web/dist/index.html.gz ] || return 1
   [ -z "$(find web shared Cargo.lock Cargo.toml -path web/dist -prune -o -type f \
     -newer web/dist/index.html -print -quit)" ]
 }
