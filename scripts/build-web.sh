@@ -62,11 +62,18 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BIND
 fi
 rm -rf "$TOOLS_BUILD_DIR"
 
+# Installs Debian packages (with sudo when not root); fails quietly where
+# apt-get is missing or cannot reach its registry.
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || return 1
+  local sudo=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo=sudo; fi
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq "$@"
+}
+
 if ! command -v wasm-opt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   say "installing wasm-opt (Debian binaryen)"
-  SUDO=""
-  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
-  if ! { $SUDO apt-get update && $SUDO apt-get install -y binaryen; }; then
+  if ! apt_install binaryen; then
     echo "    could not install binaryen; building without wasm-opt"
   fi
 fi
@@ -169,9 +176,7 @@ cd "$ROOT"
 # Made anew after every build, so none outlives the file it stands for.
 if ! { command -v zopfli && command -v brotli; } >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   say "installing zopfli and brotli (Debian)"
-  SUDO=""
-  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
-  if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq zopfli brotli; } >/dev/null; then
+  if ! apt_install zopfli brotli >/dev/null; then
     echo "    could not install them; gzip -9 instead of zopfli, and no .br"
   fi
 fi
