@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::pipeline::PipelineStateField;
+
 /// Where a conversation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -459,89 +461,6 @@ impl PendingApproval {
     }
 }
 
-/// Where a paused agent-tree run stands, so it can resume after approval.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PipelineState {
-    /// Child indices from the root to the paused node.
-    pub paused_node_path: Vec<usize>,
-    /// `output_key` of the paused node, if any.
-    #[serde(default)]
-    pub paused_node_output_key: String,
-    /// Snapshot of the session state at pause time.
-    #[serde(default)]
-    pub session_state: std::collections::BTreeMap<String, String>,
-    /// The user message that started the run.
-    pub user_message: String,
-    /// Index in `messages` where the paused node's invocation began.
-    #[serde(default)]
-    pub node_messages_from: usize,
-    /// Current iteration of each `loop` node on the paused path.
-    #[serde(default)]
-    pub loop_iterations: std::collections::BTreeMap<String, usize>,
-    /// Every stopped step, when `parallel` branches stopped at once (the
-    /// fields above describe the first); empty for a single stop.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub paused_steps: Vec<PausedStep>,
-    /// Outputs of `parallel` branches that finished while a sibling
-    /// stopped, by branch path (child indices joined with `.`).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub branch_outputs: std::collections::BTreeMap<String, BranchOutput>,
-}
-
-impl PipelineState {
-    /// Every stopped step: `paused_steps`, or the single one the older
-    /// fields describe (waiting for `first`).
-    pub fn steps(&self, first: Option<Uuid>) -> Vec<PausedStep> {
-        if !self.paused_steps.is_empty() {
-            return self.paused_steps.clone();
-        }
-        vec![PausedStep {
-            path: self.paused_node_path.clone(),
-            node: String::new(),
-            output_key: self.paused_node_output_key.clone(),
-            messages_from: self.node_messages_from,
-            approval_uuid: first.unwrap_or_default(),
-            refusal: None,
-        }]
-    }
-}
-
-/// One step of a paused run that waits for an approval.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PausedStep {
-    /// Child indices from the root to the stopped node.
-    pub path: Vec<usize>,
-    /// That node's name (checked on resume: a changed tree never resumes
-    /// a step at another node).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub node: String,
-    /// Its `output_key`, if any.
-    #[serde(default)]
-    pub output_key: String,
-    /// Index in `messages` where its invocation began.
-    #[serde(default)]
-    pub messages_from: usize,
-    /// The approval it waits for.
-    pub approval_uuid: Uuid,
-    /// Set when that approval was refused: what was refused and how (the
-    /// step then reports it instead of going on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refusal: Option<String>,
-}
-
-/// What a finished `parallel` branch produced.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct BranchOutput {
-    /// Its output text.
-    pub text: String,
-    /// It ended with `exit_loop`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub exit: bool,
-}
-
 /// A conversation with its full trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -571,9 +490,13 @@ pub struct Conversation {
     /// `pending_approval` its first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_approvals: Vec<PendingApproval>,
-    /// Pause state of an agent-tree run, if any.
+    /// Pause state of an agent-tree run, if any ([`PipelineState`]; in
+    /// the browser chat, only what it shows of it: [`PausedRun`]).
+    ///
+    /// [`PipelineState`]: crate::pipeline::PipelineState
+    /// [`PausedRun`]: crate::pipeline::PausedRun
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline_state: Option<PipelineState>,
+    pub pipeline_state: Option<PipelineStateField>,
     /// True while a turn runs (saved with its first step, cleared with its
     /// last). Found set at startup, the turn was interrupted by a crash
     /// or a shutdown, and is recorded so.

@@ -2,6 +2,7 @@
 //! it waits for (several when `parallel` branches each stopped), each
 //! decided on its own, and the line over them that says how many are left.
 
+use asg_shared::pipeline::PipelineStateField;
 use asg_shared::{ApprovalState, Conversation, ConversationStatus, PendingApproval};
 use uuid::Uuid;
 
@@ -26,7 +27,7 @@ pub fn stopped_for(conversation: &Conversation, pending: usize) -> usize {
     let steps = conversation
         .pipeline_state
         .as_ref()
-        .map_or(0, |state| state.paused_steps.len());
+        .map_or(0, PipelineStateField::paused_step_count);
     steps.max(pending)
 }
 
