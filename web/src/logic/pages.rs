@@ -9,9 +9,9 @@
 //! while the live inbox is down, are every page of `/approvals` (bounded).
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 use asg_shared::PendingApproval;
+use rustc_hash::FxHashSet;
 use asg_shared::rest::ConversationSummary;
 use uuid::Uuid;
 
@@ -82,7 +82,7 @@ pub fn merge_first_page(
     };
     let kept: Vec<ConversationSummary> = match (page.last(), &next_cursor) {
         (Some(last), Some(_)) if !gap => {
-            let ids: HashSet<Uuid> = page.iter().map(|c| c.id).collect();
+            let ids: FxHashSet<Uuid> = page.iter().map(|c| c.id).collect();
             list.iter()
                 .filter(|c| !ids.contains(&c.id))
                 .filter(|c| listing_order(c, last) == Ordering::Greater)
@@ -120,7 +120,7 @@ pub fn append_page(
 /// Appends the items of `more` whose id is not in `list` yet (nor
 /// earlier in `more`).
 fn append_new(list: &mut Vec<ConversationSummary>, more: Vec<ConversationSummary>) {
-    let mut seen: HashSet<Uuid> = list.iter().map(|c| c.id).collect();
+    let mut seen: FxHashSet<Uuid> = list.iter().map(|c| c.id).collect();
     list.extend(more.into_iter().filter(|c| seen.insert(c.id)));
 }
 
@@ -161,8 +161,8 @@ pub fn near_end(scroll: &Scroll, margin: i32) -> bool {
 #[derive(Debug, Default)]
 pub struct ApprovalPages {
     approvals: Vec<PendingApproval>,
-    seen: HashSet<Uuid>,
-    cursors: HashSet<String>,
+    seen: FxHashSet<Uuid>,
+    cursors: FxHashSet<String>,
     pages: usize,
 }
 

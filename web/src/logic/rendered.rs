@@ -3,7 +3,7 @@
 //! chat shows a text as plain text until its HTML is here, so nothing of
 //! the text is ever markup, and a text seen again is not asked for again.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Texts per request (the server takes at most 200).
 pub const MAX_TEXTS: usize = 200;
@@ -19,7 +19,7 @@ pub const MAX_KEPT: usize = 1_000;
 /// view its HTML arrived).
 #[derive(Debug)]
 pub struct Renderings<W> {
-    done: HashMap<String, (u64, String)>,
+    done: FxHashMap<String, (u64, String)>,
     waiting: Vec<(String, W)>,
     stamp: u64,
 }
@@ -27,7 +27,7 @@ pub struct Renderings<W> {
 impl<W> Default for Renderings<W> {
     fn default() -> Self {
         Renderings {
-            done: HashMap::new(),
+            done: FxHashMap::default(),
             waiting: Vec::new(),
             stamp: 0,
         }
