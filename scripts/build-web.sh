@@ -9,7 +9,8 @@
 # Writes each file's compressed copies (.gz by zopfli, .br by brotli) for
 # the web server to send. Prints the size of the .wasm, its `gzip -9`
 # size and the sizes sent to browsers at the end, and fails when the
-# `gzip -9` size is over GZIP_BUDGET_KIB.
+# `gzip -9` size is over GZIP_BUDGET_KIB or the .gz sent (zopfli's) over
+# SENT_GZIP_BUDGET_KIB.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -210,7 +211,8 @@ echo
 
 # The size budget of the chat bundle: the gzipped .wasm may not grow past
 # this (KiB). 359 KiB before the size work of issue 25, about 315 KiB
-# after it; the goal there is 200 KiB, not reached yet. Raised from 330
+# after it; the goal there is 200 KiB as sent (SENT_GZIP_BUDGET_KIB
+# below). Raised from 330
 # to 340 for the question cards of issue 21 (the answer forms: 334 KiB);
 # 338 once the approval lists shared one sort (337 KiB); 308 with std
 # rebuilt for size and panics that abort at once (307 KiB); 251 with
@@ -222,11 +224,13 @@ echo
 # 225,929 B); 220 with six `<Show>`s of fixed conditions made plain
 # `bool::then` (219 KiB, 225,096 B); 218 with the other eleven drawn by
 # one function (217 KiB, 223,132 B); 216 with the functions laid out by
-# name (215 KiB, 220,312 B; 205 KiB as zopfli's .gz, 175 as the .br).
-# Lower it as the bundle shrinks; raise it only on purpose, with the
+# name (215 KiB, 220,312 B; 205 KiB as zopfli's .gz, 175 as the .br);
+# 209 with the chat reading only a paused run's step count and its sets
+# hashed by rustc-hash (208 KiB, 213,440 B; 199 KiB as zopfli's .gz,
+# 170 as the .br). Lower it as the bundle shrinks; raise it only on purpose, with the
 # reason in the commit. web/README.md ("Bundle size") says where the bytes go and how
 # to look (twiggy).
-GZIP_BUDGET_KIB=216
+GZIP_BUDGET_KIB=209
 if [ "$GZIPPED" -gt $((GZIP_BUDGET_KIB * 1024)) ]; then
   printf '\nERROR: the chat bundle is %d KiB gzipped, over its budget of %d KiB (GZIP_BUDGET_KIB in %s)\n' \
     $((GZIPPED / 1024)) "$GZIP_BUDGET_KIB" "$0" >&2
@@ -236,3 +240,16 @@ if [ "$GZIPPED" -gt $((GZIP_BUDGET_KIB * 1024)) ]; then
   exit 1
 fi
 echo "    within the budget of $GZIP_BUDGET_KIB KiB gzipped"
+
+# What a browser that accepts gzip downloads, zopfli's .gz: issue 25's
+# goal of 200 KiB. Checked where zopfli made the copy (gzip -9's is the
+# one above).
+SENT_GZIP_BUDGET_KIB=200
+if command -v zopfli >/dev/null 2>&1; then
+  if [ "$SERVED_GZ" -gt $((SENT_GZIP_BUDGET_KIB * 1024)) ]; then
+    printf '\nERROR: the chat bundle is sent as %d bytes of gzip, over its budget of %d KiB (SENT_GZIP_BUDGET_KIB in %s)\n' \
+      "$SERVED_GZ" "$SENT_GZIP_BUDGET_KIB" "$0" >&2
+    exit 1
+  fi
+  echo "    sent within the budget of $SENT_GZIP_BUDGET_KIB KiB gzipped"
+fi

@@ -11,8 +11,8 @@
 use std::cmp::Ordering;
 
 use asg_shared::PendingApproval;
-use rustc_hash::FxHashSet;
 use asg_shared::rest::ConversationSummary;
+use rustc_hash::FxHashSet;
 use uuid::Uuid;
 
 /// How far from the end of the sidebar list (in CSS pixels) scrolling
