@@ -212,9 +212,8 @@ echo
 # The size budget of the chat bundle: the gzipped .wasm may not grow past
 # this (KiB). 359 KiB before the size work of issue 25, about 315 KiB
 # after it; the goal there is 200 KiB as sent (SENT_GZIP_BUDGET_KIB
-# below). Raised from 330
-# to 340 for the question cards of issue 21 (the answer forms: 334 KiB);
-# 338 once the approval lists shared one sort (337 KiB); 308 with std
+# below). Raised from 330 to 340 for the question cards of issue 21 (the
+# answer forms: 334 KiB); 338 once the approval lists shared one sort (337 KiB); 308 with std
 # rebuilt for size and panics that abort at once (307 KiB); 251 with
 # Markdown rendered by the agent (250 KiB); 246 with timestamps read by
 # chrono's RFC 3339 reader (245 KiB); 236 with structs read from JSON
@@ -227,9 +226,9 @@ echo
 # name (215 KiB, 220,312 B; 205 KiB as zopfli's .gz, 175 as the .br);
 # 209 with the chat reading only a paused run's step count and its sets
 # hashed by rustc-hash (208 KiB, 213,440 B; 199 KiB as zopfli's .gz,
-# 170 as the .br). Lower it as the bundle shrinks; raise it only on purpose, with the
-# reason in the commit. web/README.md ("Bundle size") says where the bytes go and how
-# to look (twiggy).
+# 170 as the .br). Lower it as the bundle shrinks; raise it only on
+# purpose, with the reason in the commit. web/README.md ("Bundle size")
+# says where the bytes go and how to look (twiggy).
 GZIP_BUDGET_KIB=209
 if [ "$GZIPPED" -gt $((GZIP_BUDGET_KIB * 1024)) ]; then
   printf '\nERROR: the chat bundle is %d KiB gzipped, over its budget of %d KiB (GZIP_BUDGET_KIB in %s)\n' \
