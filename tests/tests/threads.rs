@@ -1,6 +1,7 @@
 //! The agent's threads (Linux, `/proc/<pid>/task`): a fixed set whatever
 //! the load — tokio's workers, the storage threads and jemalloc's one
-//! thread returning freed memory to the system while the agent is idle.
+//! thread returning freed memory to the system while the agent is idle;
+//! and jemalloc's options an operator sets in the environment.
 
 use std::collections::BTreeMap;
 
@@ -40,4 +41,39 @@ async fn the_agent_runs_a_fixed_set_of_threads_with_jemallocs_own() {
         count(&after) <= count(&before) + 2,
         "200 concurrent requests started threads: {before:?} -> {after:?}"
     );
+}
+
+/// README's "Where memory is tight": the operator's jemalloc options in
+/// `_RJEM_MALLOC_CONF` take effect beside the agent's own (its
+/// background thread stays). `stats_print` lists the options in effect
+/// as the process exits.
+#[tokio::test]
+async fn the_allocator_takes_the_operators_options_from_the_environment() {
+    let options = AgentOptions::with_env(&[(
+        "_RJEM_MALLOC_CONF",
+        "tcache_max:4096,dirty_decay_ms:0,stats_print:true",
+    )]);
+    let mut agent = Agent::start(&testdata("agent-resources.yaml"), options).await;
+    let threads = threads_of(agent.pid());
+    assert_eq!(
+        threads.get("jemalloc_bg_thd"),
+        Some(&1),
+        "the agent's own options stay in effect: {threads:?}"
+    );
+    let answer = reqwest::get(format!("{}/conversations", agent.url))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+
+    assert!(agent.stop().is_some_and(|status| status.success()));
+    let wanted = ["opt.tcache_max: 4096", "opt.dirty_decay_ms: 0"];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !wanted.iter().all(|w| agent.log().contains(w)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the options in effect at exit are the operator's ({wanted:?}); output:\n{}",
+            agent.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
